@@ -1,0 +1,104 @@
+package dev.jrdma.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.jrdma.provider.verbs.VerbsDevices.DeviceInfo;
+import dev.jrdma.provider.verbs.VerbsDevices.GidInfo;
+import dev.jrdma.provider.verbs.VerbsDevices.PortInfo;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+
+class DevicesCommandTest {
+    record Run(int code, String out, String err) {
+    }
+
+    private static Run run(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = Main.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    static DeviceInfo rxeLike() {
+        byte[] v2 = new byte[16];
+        v2[10] = (byte) 0xff;
+        v2[11] = (byte) 0xff;
+        v2[12] = 10;
+        v2[13] = 77;
+        v2[15] = 1;
+        byte[] linkLocal = new byte[16];
+        linkLocal[0] = (byte) 0xfe;
+        linkLocal[1] = (byte) 0x80;
+        linkLocal[15] = 7;
+        PortInfo port = new PortInfo(1, 4, 5, 3, 2, 0, 0, 0, 1024, 64, 0x800000L, 1, 1, 5, 0x10000, List.of(
+                new GidInfo(0, linkLocal, 1, 3), new GidInfo(1, v2, 2, 3)));
+        return new DeviceInfo("rxe0", 0, 1, 0x505400fffe123456L, 0x505400fffe123456L, "", 0xffffff, 0, 0,
+                -1L, 0xfffff000L, 1048560, 1048576, 0x21207c76, 32, 32, 1048576, 32767, 524288, 1048576, 128, 128,
+                258048, 1, 1024, 1, 262144, 1048576, 27, 64, 15, 1, 0, 0, 0L, List.of(port));
+    }
+
+    @Test
+    void printsIbvDevinfoLinesAndJrdmaCapabilities() {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        DevicesCommand.print(rxeLike(), true, new PrintStream(bytes, true, StandardCharsets.UTF_8));
+        String out = bytes.toString(StandardCharsets.UTF_8);
+        assertTrue(out.startsWith("hca_id:\trxe0\n"), out);
+        assertTrue(out.contains("\tnode_guid:\t\t\t5054:00ff:fe12:3456\n"), out);
+        assertTrue(out.contains("\tvendor_id:\t\t\t0xffffff\n"), out);
+        assertTrue(out.contains("\tatomic_cap:\t\t\tATOMIC_HCA (1)\n"), out);
+        assertTrue(out.contains("\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"), out);
+        assertTrue(out.contains("\t\t\tmax_mtu:\t\t4096 (5)\n"), out);
+        assertTrue(out.contains("\t\t\tactive_mtu:\t\t1024 (3)\n"), out);
+        assertTrue(out.contains("\t\t\tlink_layer:\t\tEthernet\n"), out);
+        assertTrue(out.contains("\t\t\tGID[  0]:\t\tfe80::7, RoCE v1\n"), out);
+        assertTrue(out.contains("\t\t\tGID[  1]:\t\t10.77.0.1, RoCE v2\n"), out);
+        assertTrue(out.contains("jrdma_capabilities:\t\tatomics=yes srq=yes odp=no max_rd_atomic=128"), out);
+    }
+
+    @Test
+    void withoutVerboseAnEthernetPortShowsOnlyRoceV2Gids() {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        DevicesCommand.print(rxeLike(), false, new PrintStream(bytes, true, StandardCharsets.UTF_8));
+        String out = bytes.toString(StandardCharsets.UTF_8);
+        assertTrue(out.contains("GID[  1]:\t\t10.77.0.1, RoCE v2"), out);
+        assertTrue(!out.contains("GID[  0]") && !out.contains("max_qp:"), out);
+    }
+
+    @Test
+    void badUsageIsExitTwoWithTheReason() {
+        Run unknown = run("devices", "--frobnicate");
+        assertEquals(2, unknown.code());
+        assertTrue(unknown.err().contains("unknown option '--frobnicate'"), unknown.err());
+        Run missing = run("devices", "-d");
+        assertEquals(2, missing.code());
+        assertTrue(missing.err().contains("-d needs a device name"), missing.err());
+        Run command = run("nosuch");
+        assertEquals(2, command.code());
+        assertTrue(command.err().contains("unknown command 'nosuch'"), command.err());
+        Run none = run();
+        assertEquals(2, none.code());
+        assertTrue(none.err().contains("usage: jrdma"), none.err());
+        assertEquals(0, run("help").code());
+    }
+
+    @Test
+    void withoutNativeAccessTheCommandNamesTheExactFlag() throws Exception {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Process p = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), "dev.jrdma.cli.Main", "devices")
+                .redirectErrorStream(true).start();
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "child JVM finished");
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, p.exitValue(), out);
+        assertTrue(out.contains("native access is not enabled for jrdma; start the JVM with --enable-native-access=ALL-UNNAMED"), out);
+        assertTrue(out.contains("Providers:") && out.contains("verbs: unavailable"), out);
+    }
+}

@@ -1,0 +1,95 @@
+package dev.jrdma.provider.verbs.ffi;
+
+import static dev.jrdma.provider.verbs.ffi.CLayouts.*;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+
+/**
+ * {@code struct ibv_send_wr}: a send-queue work request (send, write, read, atomics), its opcode
+ * and flag values, and allocation-free setters for the hot path.
+ */
+public final class IbvSendWr {
+    static final StructLayout MW_BIND_INFO = struct("ibv_mw_bind_info",
+            PTR.withName("mr"),
+            U64.withName("addr"),
+            U64.withName("length"),
+            U32.withName("mw_access_flags"));
+
+    public static final StructLayout LAYOUT = struct("ibv_send_wr",
+            U64.withName("wr_id"),
+            PTR.withName("next"),
+            PTR.withName("sg_list"),
+            INT.withName("num_sge"),
+            INT.withName("opcode"),
+            U32.withName("send_flags"),
+            union(null, BE32.withName("imm_data"), U32.withName("invalidate_rkey")),
+            union(null,
+                    struct(null, U64.withName("remote_addr"), U32.withName("rkey")).withName("rdma"),
+                    struct(null, U64.withName("remote_addr"), U64.withName("compare_add"), U64.withName("swap"),
+                            U32.withName("rkey")).withName("atomic"),
+                    struct(null, PTR.withName("ah"), U32.withName("remote_qpn"), U32.withName("remote_qkey"))
+                            .withName("ud")).withName("wr"),
+            union(null, struct(null, U32.withName("remote_srqn")).withName("xrc")).withName("qp_type"),
+            union(null,
+                    struct(null, PTR.withName("mw"), U32.withName("rkey"), MW_BIND_INFO.withName("bind_info"))
+                            .withName("bind_mw"),
+                    struct(null, PTR.withName("hdr"), U16.withName("hdr_sz"), U16.withName("mss")).withName("tso")));
+
+    /** {@code enum ibv_wr_opcode}. */
+    public static final int WR_RDMA_WRITE = 0, WR_RDMA_WRITE_WITH_IMM = 1, WR_SEND = 2, WR_SEND_WITH_IMM = 3,
+            WR_RDMA_READ = 4, WR_ATOMIC_CMP_AND_SWP = 5, WR_ATOMIC_FETCH_AND_ADD = 6, WR_LOCAL_INV = 7,
+            WR_BIND_MW = 8, WR_SEND_WITH_INV = 9, WR_TSO = 10, WR_ATOMIC_WRITE = 15;
+
+    /** {@code enum ibv_send_flags}. */
+    public static final int SEND_FENCE = 1, SEND_SIGNALED = 1 << 1, SEND_SOLICITED = 1 << 2, SEND_INLINE = 1 << 3;
+
+    private static final long WR_ID = offset(LAYOUT, "wr_id");
+    private static final long NEXT = offset(LAYOUT, "next");
+    private static final long SG_LIST = offset(LAYOUT, "sg_list");
+    private static final long NUM_SGE = offset(LAYOUT, "num_sge");
+    private static final long OPCODE = offset(LAYOUT, "opcode");
+    private static final long SEND_FLAGS = offset(LAYOUT, "send_flags");
+    private static final long IMM_DATA = offset(LAYOUT, "imm_data");
+    private static final long RDMA_REMOTE_ADDR = offset(LAYOUT, "wr.rdma.remote_addr");
+    private static final long RDMA_RKEY = offset(LAYOUT, "wr.rdma.rkey");
+    private static final long ATOMIC_REMOTE_ADDR = offset(LAYOUT, "wr.atomic.remote_addr");
+    private static final long ATOMIC_COMPARE_ADD = offset(LAYOUT, "wr.atomic.compare_add");
+    private static final long ATOMIC_SWAP = offset(LAYOUT, "wr.atomic.swap");
+    private static final long ATOMIC_RKEY = offset(LAYOUT, "wr.atomic.rkey");
+
+    private IbvSendWr() {
+    }
+
+    /** Sets the members every work request has; clears {@code next} (a single WR). */
+    public static void set(MemorySegment wr, long wrId, MemorySegment sgList, int numSge, int opcode, int sendFlags) {
+        wr.set(U64, WR_ID, wrId);
+        wr.set(PTR, NEXT, MemorySegment.NULL);
+        wr.set(PTR, SG_LIST, sgList);
+        wr.set(INT, NUM_SGE, numSge);
+        wr.set(INT, OPCODE, opcode);
+        wr.set(U32, SEND_FLAGS, sendFlags);
+    }
+
+    /** Chains {@code next} after {@code wr} (one doorbell for a list of requests). */
+    public static void next(MemorySegment wr, MemorySegment next) {
+        wr.set(PTR, NEXT, next);
+    }
+
+    /** Immediate data, given in host order; stored in network byte order as the wire carries it. */
+    public static void immData(MemorySegment wr, int imm) {
+        wr.set(BE32, IMM_DATA, imm);
+    }
+
+    public static void rdma(MemorySegment wr, long remoteAddr, int rkey) {
+        wr.set(U64, RDMA_REMOTE_ADDR, remoteAddr);
+        wr.set(U32, RDMA_RKEY, rkey);
+    }
+
+    public static void atomic(MemorySegment wr, long remoteAddr, int rkey, long compareAdd, long swap) {
+        wr.set(U64, ATOMIC_REMOTE_ADDR, remoteAddr);
+        wr.set(U32, ATOMIC_RKEY, rkey);
+        wr.set(U64, ATOMIC_COMPARE_ADD, compareAdd);
+        wr.set(U64, ATOMIC_SWAP, swap);
+    }
+}

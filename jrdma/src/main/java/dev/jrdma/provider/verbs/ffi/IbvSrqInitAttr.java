@@ -1,0 +1,27 @@
+package dev.jrdma.provider.verbs.ffi;
+
+import static dev.jrdma.provider.verbs.ffi.CLayouts.*;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+
+/** {@code struct ibv_srq_init_attr} with {@code struct ibv_srq_attr}: what a new SRQ is asked for. */
+public final class IbvSrqInitAttr {
+    public static final StructLayout ATTR = struct("ibv_srq_attr",
+            U32.withName("max_wr"),
+            U32.withName("max_sge"),
+            U32.withName("srq_limit"));
+
+    public static final StructLayout LAYOUT = struct("ibv_srq_init_attr",
+            PTR.withName("srq_context"),
+            ATTR.withName("attr"));
+
+    private IbvSrqInitAttr() {
+    }
+
+    public static void set(MemorySegment a, int maxWr, int maxSge) {
+        a.fill((byte) 0);
+        a.set(U32, offset(LAYOUT, "attr.max_wr"), maxWr);
+        a.set(U32, offset(LAYOUT, "attr.max_sge"), maxSge);
+    }
+}

@@ -1,0 +1,244 @@
+package dev.jrdma.provider.verbs.ffi;
+
+import static dev.jrdma.provider.verbs.ffi.CLayouts.*;
+import static java.lang.foreign.FunctionDescriptor.of;
+import static java.lang.foreign.FunctionDescriptor.ofVoid;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * librdmacm.so.1 through FFM: event channels, ids, address and route resolution, listen /
+ * connect / accept / reject / disconnect, connection events with private data, and QPs made
+ * on an id. librdmacm returns -1 and sets errno; each method here throws
+ * {@link dev.jrdma.exceptions.NativeRdmaException} instead.
+ */
+public final class LibRdmacm {
+    private static final NativeLibraries.Loaded LIB = NativeLibraries.rdmacm();
+
+    private static final MethodHandle CREATE_EVENT_CHANNEL = Downcalls.withErrno(LIB, "rdma_create_event_channel", of(PTR));
+    private static final MethodHandle DESTROY_EVENT_CHANNEL = Downcalls.plain(LIB, "rdma_destroy_event_channel", ofVoid(PTR));
+    private static final MethodHandle CREATE_ID = Downcalls.withErrno(LIB, "rdma_create_id", of(INT, PTR, PTR, PTR, INT));
+    private static final MethodHandle DESTROY_ID = Downcalls.withErrno(LIB, "rdma_destroy_id", of(INT, PTR));
+    private static final MethodHandle BIND_ADDR = Downcalls.withErrno(LIB, "rdma_bind_addr", of(INT, PTR, PTR));
+    private static final MethodHandle RESOLVE_ADDR = Downcalls.withErrno(LIB, "rdma_resolve_addr", of(INT, PTR, PTR, PTR, INT));
+    private static final MethodHandle RESOLVE_ROUTE = Downcalls.withErrno(LIB, "rdma_resolve_route", of(INT, PTR, INT));
+    private static final MethodHandle CREATE_QP = Downcalls.withErrno(LIB, "rdma_create_qp", of(INT, PTR, PTR, PTR));
+    private static final MethodHandle DESTROY_QP = Downcalls.plain(LIB, "rdma_destroy_qp", ofVoid(PTR));
+    private static final MethodHandle CONNECT = Downcalls.withErrno(LIB, "rdma_connect", of(INT, PTR, PTR));
+    private static final MethodHandle LISTEN = Downcalls.withErrno(LIB, "rdma_listen", of(INT, PTR, INT));
+    private static final MethodHandle GET_REQUEST = Downcalls.withErrno(LIB, "rdma_get_request", of(INT, PTR, PTR));
+    private static final MethodHandle ACCEPT = Downcalls.withErrno(LIB, "rdma_accept", of(INT, PTR, PTR));
+    private static final MethodHandle REJECT = Downcalls.withErrno(LIB, "rdma_reject", of(INT, PTR, PTR, U8));
+    private static final MethodHandle DISCONNECT = Downcalls.withErrno(LIB, "rdma_disconnect", of(INT, PTR));
+    private static final MethodHandle GET_CM_EVENT = Downcalls.withErrno(LIB, "rdma_get_cm_event", of(INT, PTR, PTR));
+    private static final MethodHandle ACK_CM_EVENT = Downcalls.withErrno(LIB, "rdma_ack_cm_event", of(INT, PTR));
+    private static final MethodHandle EVENT_STR = Downcalls.plain(LIB, "rdma_event_str", of(PTR, INT));
+    private static final MethodHandle MIGRATE_ID = Downcalls.withErrno(LIB, "rdma_migrate_id", of(INT, PTR, PTR));
+
+    private LibRdmacm() {
+    }
+
+    private static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) {
+            return r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        return new IllegalStateException(t);
+    }
+
+    private static void check(int rc, String function, String context) {
+        Errno.check(rc, function, context);
+    }
+
+    /** {@code rdma_create_event_channel}; its fd (first int of the struct) works with poll/epoll. */
+    public static MemorySegment createEventChannel() {
+        try {
+            MemorySegment ch = (MemorySegment) CREATE_EVENT_CHANNEL.invokeExact(Errno.capture());
+            if (ch.equals(MemorySegment.NULL)) {
+                throw Errno.failure("rdma_create_event_channel", "is /dev/infiniband/rdma_cm there (module rdma_ucm)?");
+            }
+            return ch.reinterpret(INT.byteSize());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** The fd of an event channel. */
+    public static int eventChannelFd(MemorySegment channel) {
+        return channel.reinterpret(INT.byteSize()).get(INT, 0);
+    }
+
+    public static void destroyEventChannel(MemorySegment channel) {
+        try {
+            DESTROY_EVENT_CHANNEL.invokeExact(channel);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code rdma_create_id} in {@code portSpace} (e.g. {@link RdmaCmId#PS_TCP} for RC). */
+    public static MemorySegment createId(MemorySegment channel, int portSpace, Arena arena) {
+        MemorySegment out = arena.allocate(PTR);
+        try {
+            check((int) CREATE_ID.invokeExact(Errno.capture(), channel, out, MemorySegment.NULL, portSpace),
+                    "rdma_create_id", null);
+            return out.get(PTR, 0).reinterpret(RdmaCmId.LAYOUT.byteSize());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void destroyId(MemorySegment id) {
+        try {
+            check((int) DESTROY_ID.invokeExact(Errno.capture(), id), "rdma_destroy_id", null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void bindAddr(MemorySegment id, MemorySegment sockaddr) {
+        try {
+            check((int) BIND_ADDR.invokeExact(Errno.capture(), id, sockaddr), "rdma_bind_addr",
+                    String.valueOf(SockAddr.toInet(sockaddr)));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code rdma_resolve_addr}; {@code src} may be NULL. Completes with ADDR_RESOLVED or ADDR_ERROR. */
+    public static void resolveAddr(MemorySegment id, MemorySegment src, MemorySegment dst, int timeoutMs) {
+        try {
+            check((int) RESOLVE_ADDR.invokeExact(Errno.capture(), id, src, dst, timeoutMs), "rdma_resolve_addr",
+                    "to " + SockAddr.toInet(dst));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code rdma_resolve_route}. Completes with ROUTE_RESOLVED or ROUTE_ERROR. */
+    public static void resolveRoute(MemorySegment id, int timeoutMs) {
+        try {
+            check((int) RESOLVE_ROUTE.invokeExact(Errno.capture(), id, timeoutMs), "rdma_resolve_route", null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code rdma_create_qp}: a QP on the id's device, which rdma_cm then moves through
+     * INIT/RTR/RTS itself during connect/accept. {@code initAttr} caps are updated in place.
+     */
+    public static MemorySegment createQp(MemorySegment id, MemorySegment pd, MemorySegment initAttr) {
+        try {
+            check((int) CREATE_QP.invokeExact(Errno.capture(), id, pd, initAttr), "rdma_create_qp", null);
+            return RdmaCmId.qp(id);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void destroyQp(MemorySegment id) {
+        try {
+            DESTROY_QP.invokeExact(id);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void connect(MemorySegment id, MemorySegment connParam) {
+        try {
+            check((int) CONNECT.invokeExact(Errno.capture(), id, connParam), "rdma_connect", null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void listen(MemorySegment id, int backlog) {
+        try {
+            check((int) LISTEN.invokeExact(Errno.capture(), id, backlog), "rdma_listen", null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code rdma_get_request}: the next connect request on a synchronous listening id (no channel). */
+    public static MemorySegment getRequest(MemorySegment listenId, Arena arena) {
+        MemorySegment out = arena.allocate(PTR);
+        try {
+            check((int) GET_REQUEST.invokeExact(Errno.capture(), listenId, out), "rdma_get_request", null);
+            return out.get(PTR, 0).reinterpret(RdmaCmId.LAYOUT.byteSize());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void accept(MemorySegment id, MemorySegment connParam) {
+        try {
+            check((int) ACCEPT.invokeExact(Errno.capture(), id, connParam), "rdma_accept", null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code rdma_reject} with optional private data (NULL and 0 for none). */
+    public static void reject(MemorySegment id, MemorySegment privateData, int length) {
+        try {
+            check((int) REJECT.invokeExact(Errno.capture(), id, privateData, (byte) length), "rdma_reject", null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void disconnect(MemorySegment id) {
+        try {
+            check((int) DISCONNECT.invokeExact(Errno.capture(), id), "rdma_disconnect", null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code rdma_get_cm_event}: the next event on the channel. Blocks unless the channel's fd is
+     * non-blocking (then EAGAIN, reported as a NativeRdmaException); poll the fd for a bounded
+     * wait. Every event must be given back with {@link #ackCmEvent}.
+     */
+    public static MemorySegment getCmEvent(MemorySegment channel, Arena arena) {
+        MemorySegment out = arena.allocate(PTR);
+        try {
+            check((int) GET_CM_EVENT.invokeExact(Errno.capture(), channel, out), "rdma_get_cm_event", null);
+            return out.get(PTR, 0).reinterpret(RdmaCmEvent.LAYOUT.byteSize());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void ackCmEvent(MemorySegment event) {
+        try {
+            check((int) ACK_CM_EVENT.invokeExact(Errno.capture(), event), "rdma_ack_cm_event", null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code rdma_migrate_id}: move an id (e.g. an accepted one) to another event channel. */
+    public static void migrateId(MemorySegment id, MemorySegment channel) {
+        try {
+            check((int) MIGRATE_ID.invokeExact(Errno.capture(), id, channel), "rdma_migrate_id", null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static String eventStr(int event) {
+        try {
+            MemorySegment s = (MemorySegment) EVENT_STR.invokeExact(event);
+            return s.equals(MemorySegment.NULL) ? RdmaCmEvent.name(event) : s.reinterpret(128).getString(0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+}

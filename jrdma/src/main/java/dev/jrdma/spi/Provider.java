@@ -1,0 +1,21 @@
+package dev.jrdma.spi;
+
+import dev.jrdma.exceptions.ProviderUnavailableException;
+
+/**
+ * A transport under the jrdma API: {@code verbs} (real RDMA), and later {@code tcp} and
+ * {@code shm}. Found with {@link java.util.ServiceLoader}. Like Netty's {@code Epoll}, a
+ * provider answers whether it can run here by actually trying, and keeps the reason if not.
+ */
+public interface Provider {
+    /** The name used in {@code Rdma.builder().provider(name)}, e.g. {@code verbs}. */
+    String name();
+
+    /** True when this provider can be used on this machine now. */
+    default boolean isAvailable() {
+        return unavailabilityCause() == null;
+    }
+
+    /** Null when available; otherwise what is missing and how to get it. */
+    ProviderUnavailableException unavailabilityCause();
+}

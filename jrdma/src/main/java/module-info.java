@@ -1,0 +1,16 @@
+/**
+ * jrdma: RDMA for Java 25 through the Foreign Function and Memory API.
+ *
+ * <p>Layers, bottom up: {@code dev.jrdma.exceptions} (the typed exception hierarchy every layer
+ * throws), {@code dev.jrdma.provider.verbs.ffi} (bindings to libibverbs and librdmacm) and
+ * {@code dev.jrdma.spi} (the provider interface), the providers, and the public API.
+ */
+module dev.jrdma {
+    exports dev.jrdma.exceptions;
+    exports dev.jrdma.spi;
+    exports dev.jrdma.provider.verbs;
+    exports dev.jrdma.provider.verbs.ffi;
+
+    uses dev.jrdma.spi.Provider;
+    provides dev.jrdma.spi.Provider with dev.jrdma.provider.verbs.VerbsProvider;
+}

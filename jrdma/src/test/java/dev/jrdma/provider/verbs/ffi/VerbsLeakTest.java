@@ -1,0 +1,106 @@
+package dev.jrdma.provider.verbs.ffi;
+
+import static dev.jrdma.provider.verbs.ffi.IbvMr.ACCESS_LOCAL_WRITE;
+import static dev.jrdma.provider.verbs.ffi.IbvMr.ACCESS_REMOTE_WRITE;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Connect, transfer and tear down several times, then check that nothing is left: no RDMA
+ * object of this process in the kernel ({@code rdma resource show}: QP, CQ, PD, MR, cm_id),
+ * no file descriptor, no mapping of the uverbs device, and no thread other than the JVM's own.
+ */
+@Tag("verbs")
+class VerbsLeakTest {
+    private static final long PID = ProcessHandle.current().pid();
+
+    record Snapshot(Map<String, Integer> rdmaObjects, int fds, int uverbsMappings, List<String> threads) {
+    }
+
+    private static void cycle() {
+        try (RcPair pair = RcPair.connect()) {
+            MemorySegment target = pair.server.register(4096, ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE);
+            MemorySegment src = pair.client.register(4096, ACCESS_LOCAL_WRITE);
+            MemorySegment recv = pair.server.register(64, ACCESS_LOCAL_WRITE);
+            assertEquals(0, pair.server.postRecv(1, recv));   // left outstanding: close must flush it
+            assertEquals(0, pair.client.postSend(2, IbvSendWr.WR_RDMA_WRITE, src, 0, 4096, IbvMr.addr(target),
+                    IbvMr.rkey(target), 0, 0, 0));
+            assertEquals("IBV_WC_SUCCESS", pair.client.pollOne(20_000).statusName());
+        }
+    }
+
+    static Snapshot snapshot() throws IOException, InterruptedException {
+        Map<String, Integer> objects = new TreeMap<>();
+        for (String kind : List.of("qp", "cq", "pd", "mr", "cm_id")) {
+            objects.put(kind, countOwned(kind));
+        }
+        int fds;
+        try (Stream<Path> s = Files.list(Path.of("/proc/self/fd"))) {
+            fds = (int) s.count();
+        }
+        int uverbs = (int) Files.readAllLines(Path.of("/proc/self/maps")).stream()
+                .filter(l -> l.contains("/dev/infiniband/")).count();
+        return new Snapshot(objects, fds, uverbs, nonJvmThreads());
+    }
+
+    /** Objects of {@code kind} this process owns, from iproute2's {@code rdma -j resource show KIND}. */
+    private static int countOwned(String kind) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder("rdma", "-j", "resource", "show", kind).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS), "rdma resource show " + kind + " finished");
+        assertEquals(0, p.exitValue(), "rdma resource show " + kind + ": " + out);
+        int count = 0;
+        for (String pidField : new String[] {"\"pid\":" + PID + ",", "\"pid\":" + PID + "}"}) {
+            for (int i = out.indexOf(pidField); i >= 0; i = out.indexOf(pidField, i + 1)) {
+                count++;
+            }
+        }
+        return count;
+    }
+
+    /** Thread names of this process, less the JVM's compiler and GC threads, which come and go by themselves. */
+    private static List<String> nonJvmThreads() throws IOException {
+        try (Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
+            return tasks.map(t -> {
+                try {
+                    return Files.readString(t.resolve("comm")).trim();
+                } catch (IOException e) {
+                    return "";   // the thread ended while we looked
+                }
+            }).filter(n -> !n.isEmpty() && !n.startsWith("C1 Compiler") && !n.startsWith("C2 Compiler")
+                    && !n.startsWith("GC ") && !n.startsWith("G1 ") && !n.startsWith("VM "))
+                    .sorted().toList();
+        }
+    }
+
+    @Test
+    void repeatedConnectionsLeaveNothingBehind() throws Exception {
+        cycle();   // warm-up: librdmacm opens every device once and keeps it for the process
+        Snapshot before = snapshot();
+        for (int i = 0; i < 3; i++) {
+            cycle();
+        }
+        Snapshot after = snapshot();
+        System.out.println("VerbsLeakTest: before " + before + "\nVerbsLeakTest: after  " + after);
+        assertEquals(before.rdmaObjects(), after.rdmaObjects(), "RDMA objects owned by this process");
+        assertEquals(before.fds(), after.fds(), "open file descriptors");
+        assertEquals(before.uverbsMappings(), after.uverbsMappings(), "mappings of /dev/infiniband devices");
+        assertEquals(before.threads(), after.threads(), "threads");
+        assertTrue(after.rdmaObjects().values().stream().allMatch(n -> n == 0),
+                "no QP, CQ, PD, MR or cm_id remains: " + after.rdmaObjects());
+    }
+}
