@@ -16,6 +16,9 @@ public final class IbvSrqInitAttr {
             PTR.withName("srq_context"),
             ATTR.withName("attr"));
 
+    /** {@code enum ibv_srq_attr_mask}, for {@code ibv_modify_srq}. */
+    public static final int MAX_WR = 1, LIMIT = 1 << 1;
+
     private IbvSrqInitAttr() {
     }
 
@@ -23,5 +26,11 @@ public final class IbvSrqInitAttr {
         a.fill((byte) 0);
         a.set(U32, offset(LAYOUT, "attr.max_wr"), maxWr);
         a.set(U32, offset(LAYOUT, "attr.max_sge"), maxSge);
+    }
+
+    /** Fills a {@code struct ibv_srq_attr} ({@link #ATTR}) for {@code ibv_modify_srq} with {@link #LIMIT}. */
+    public static void setLimit(MemorySegment attr, int limit) {
+        attr.fill((byte) 0);
+        attr.set(U32, offset(ATTR, "srq_limit"), limit);
     }
 }

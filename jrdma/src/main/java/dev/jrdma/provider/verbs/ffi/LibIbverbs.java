@@ -52,6 +52,7 @@ public final class LibIbverbs {
     private static final MethodHandle QUERY_QP = Downcalls.withErrno(LIB, "ibv_query_qp", of(INT, PTR, PTR, INT, PTR));
     private static final MethodHandle DESTROY_QP = Downcalls.withErrno(LIB, "ibv_destroy_qp", of(INT, PTR));
     private static final MethodHandle CREATE_SRQ = Downcalls.withErrno(LIB, "ibv_create_srq", of(PTR, PTR, PTR));
+    private static final MethodHandle MODIFY_SRQ = Downcalls.withErrno(LIB, "ibv_modify_srq", of(INT, PTR, PTR, INT));
     private static final MethodHandle DESTROY_SRQ = Downcalls.withErrno(LIB, "ibv_destroy_srq", of(INT, PTR));
     private static final MethodHandle GET_ASYNC_EVENT = Downcalls.withErrno(LIB, "ibv_get_async_event", of(INT, PTR, PTR));
     private static final MethodHandle ACK_ASYNC_EVENT = Downcalls.plain(LIB, "ibv_ack_async_event", ofVoid(PTR));
@@ -445,6 +446,21 @@ public final class LibIbverbs {
     public static MemorySegment createSrq(MemorySegment pd, MemorySegment initAttr) {
         try {
             return checkPtr((MemorySegment) CREATE_SRQ.invokeExact(Errno.capture(), pd, initAttr), "ibv_create_srq", null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code ibv_modify_srq}: resize ({@link IbvSrqInitAttr#MAX_WR}) or arm the limit event
+     * ({@link IbvSrqInitAttr#LIMIT}: once fewer than {@code srq_limit} receives are left, the
+     * device reports {@code IBV_EVENT_SRQ_LIMIT_REACHED} and disarms). {@code attr} is a
+     * {@code struct ibv_srq_attr} ({@link IbvSrqInitAttr#ATTR}).
+     */
+    public static void modifySrq(MemorySegment srq, MemorySegment attr, int mask) {
+        try {
+            Errno.check((int) MODIFY_SRQ.invokeExact(Errno.capture(), srq, attr, mask), "ibv_modify_srq",
+                    "mask 0x" + Integer.toHexString(mask));
         } catch (Throwable t) {
             throw rethrow(t);
         }

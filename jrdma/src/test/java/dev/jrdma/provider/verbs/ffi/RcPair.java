@@ -75,14 +75,20 @@ final class RcPair implements AutoCloseable {
         assertEquals("RTS", IbvQp.stateName(server.queryState()), "server QP state");
     }
 
-    /** Disconnects (both sides see DISCONNECTED) and frees everything. */
+    /**
+     * Disconnects and frees everything. rdma_cm's disconnect is a handshake: the client's
+     * rdma_disconnect sends a DREQ, the server sees DISCONNECTED and must call rdma_disconnect
+     * itself, which answers with the DREP that gives the client its DISCONNECTED. (Without the
+     * second call the client only hears of it when its DREQ times out, many seconds later.)
+     */
     @Override
     public void close() {
         try {
             if (client.qp != null && server.qp != null) {
                 LibRdmacm.disconnect(client.id);
-                client.awaitCmEvent(CM_TIMEOUT_MS);
-                server.awaitCmEvent(CM_TIMEOUT_MS);
+                server.expect(RdmaCmEvent.DISCONNECTED, CM_TIMEOUT_MS);
+                LibRdmacm.disconnect(server.id);
+                client.expect(RdmaCmEvent.DISCONNECTED, CM_TIMEOUT_MS);
             }
         } finally {
             client.close();

@@ -5,7 +5,10 @@ import static dev.jrdma.provider.verbs.ffi.IbvMr.ACCESS_REMOTE_WRITE;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.jrdma.exceptions.NativeRdmaException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -64,32 +67,44 @@ class VerbsEventsTest {
     }
 
     @Test
-    void asyncEventReportsTheLastWqeOfAnSrqQpMovedToError() {
+    void asyncEventReportsAnSrqRunningBelowItsArmedLimit() {
         try (RcPair pair = RcPair.connect(false, true); Arena a = Arena.ofConfined()) {
             MemorySegment context = pair.server.context;
             int fd = IbvContext.asyncFd(context);
             LibC.setNonBlocking(fd);
             MemorySegment pollfd = a.allocate(LibC.POLLFD);
-            // An SRQ-attached QP entering ERR reports IBV_EVENT_QP_LAST_WQE_REACHED (IB spec 11.6.2).
-            pair.server.moveToError();
-            MemorySegment event = a.allocate(IbvAsyncEvent.LAYOUT);
-            long deadline = System.nanoTime() + TIMEOUT_MS * 1_000_000L;
-            int type = -1;
-            while (type != IbvAsyncEvent.QP_LAST_WQE_REACHED) {
-                long left = (deadline - System.nanoTime()) / 1_000_000L;
-                assertTrue(left > 0, "no IBV_EVENT_QP_LAST_WQE_REACHED within " + TIMEOUT_MS + " ms");
-                if (!LibC.pollIn(fd, (int) left, pollfd)) {
-                    continue;
-                }
-                LibIbverbs.getAsyncEvent(context, event);
-                type = IbvAsyncEvent.eventType(event);
-                MemorySegment element = IbvAsyncEvent.element(event);
-                LibIbverbs.ackAsyncEvent(event);
-                if (type == IbvAsyncEvent.QP_LAST_WQE_REACHED) {
-                    assertEquals(pair.server.qp.address(), element.address(), "the event names the QP");
-                }
+            MemorySegment recv = pair.server.register(64, ACCESS_LOCAL_WRITE);
+            for (int i = 0; i < 4; i++) {
+                assertEquals(0, pair.server.postSrqRecv(90 + i, recv));
             }
-            assertEquals("last WQE reached", LibIbverbs.eventTypeStr(type));
+            // Arm the limit at 3: four receives are posted, so nothing fires until one is used...
+            MemorySegment srqAttr = a.allocate(IbvSrqInitAttr.ATTR);
+            IbvSrqInitAttr.setLimit(srqAttr, 3);
+            LibIbverbs.modifySrq(pair.server.srq, srqAttr, IbvSrqInitAttr.LIMIT);
+            assertFalse(LibC.pollIn(fd, 0, pollfd), "no async event before the SRQ runs low");
+            IbvSrqInitAttr.setLimit(srqAttr, 1 << 20);
+            NativeRdmaException tooHigh = assertThrows(NativeRdmaException.class,
+                    () -> LibIbverbs.modifySrq(pair.server.srq, srqAttr, IbvSrqInitAttr.LIMIT), "a limit above max_wr");
+            assertEquals("ibv_modify_srq", tooHigh.function());
+            assertEquals(Errno.EINVAL, tooHigh.errno(), tooHigh.getMessage());
+            // ...and two sends take it to 2 left, below the limit (IB spec 10.2.9.5).
+            MemorySegment src = pair.client.register(64, ACCESS_LOCAL_WRITE);
+            for (int i = 0; i < 2; i++) {
+                assertEquals(0, pair.client.postSend(i, IbvSendWr.WR_SEND, src, 0, 8, 0, 0, 0, 0, 0));
+                assertEquals("IBV_WC_SUCCESS", pair.client.pollOne(TIMEOUT_MS).statusName());
+            }
+            assertEquals(2, pair.server.poll(2, TIMEOUT_MS).size());
+
+            assertTrue(LibC.pollIn(fd, TIMEOUT_MS, pollfd), "an async event within " + TIMEOUT_MS + " ms");
+            MemorySegment event = a.allocate(IbvAsyncEvent.LAYOUT);
+            LibIbverbs.getAsyncEvent(context, event);
+            int type = IbvAsyncEvent.eventType(event);
+            MemorySegment element = IbvAsyncEvent.element(event);
+            LibIbverbs.ackAsyncEvent(event);
+            assertEquals("SRQ limit reached", LibIbverbs.eventTypeStr(type));
+            assertEquals(IbvAsyncEvent.SRQ_LIMIT_REACHED, type);
+            assertEquals(pair.server.srq.address(), element.address(), "the event names the SRQ");
+            assertFalse(LibC.pollIn(fd, 100, pollfd), "the limit disarms after firing once");
         }
     }
 }
