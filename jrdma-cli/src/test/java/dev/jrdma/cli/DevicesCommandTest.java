@@ -60,7 +60,7 @@ class DevicesCommandTest {
         assertTrue(out.contains("\t\t\tactive_mtu:\t\t1024 (3)\n"), out);
         assertTrue(out.contains("\t\t\tlink_layer:\t\tEthernet\n"), out);
         assertTrue(out.contains("\t\t\tGID[  0]:\t\tfe80::7, RoCE v1\n"), out);
-        assertTrue(out.contains("\t\t\tGID[  1]:\t\t10.77.0.1, RoCE v2\n"), out);
+        assertTrue(out.contains("\t\t\tGID[  1]:\t\t::ffff:10.77.0.1, RoCE v2\n"), out);
         assertTrue(out.contains("jrdma_capabilities:\t\tatomics=yes srq=yes odp=no max_rd_atomic=128"), out);
     }
 
@@ -69,7 +69,7 @@ class DevicesCommandTest {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         DevicesCommand.print(rxeLike(), false, new PrintStream(bytes, true, StandardCharsets.UTF_8));
         String out = bytes.toString(StandardCharsets.UTF_8);
-        assertTrue(out.contains("GID[  1]:\t\t10.77.0.1, RoCE v2"), out);
+        assertTrue(out.contains("GID[  1]:\t\t::ffff:10.77.0.1, RoCE v2"), out);
         assertTrue(!out.contains("GID[  0]") && !out.contains("max_qp:"), out);
     }
 
