@@ -18,4 +18,12 @@ public interface Provider {
 
     /** Null when available; otherwise what is missing and how to get it. */
     ProviderUnavailableException unavailabilityCause();
+
+    /**
+     * Opens a device: {@code deviceName} null for the first device with an active port.
+     *
+     * @throws ProviderUnavailableException when the provider cannot run here
+     * @throws dev.jrdma.exceptions.RdmaException naming the device when it is absent or has no active port
+     */
+    Device open(String deviceName);
 }

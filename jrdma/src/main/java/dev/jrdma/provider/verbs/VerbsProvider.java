@@ -3,6 +3,7 @@ package dev.jrdma.provider.verbs;
 import dev.jrdma.exceptions.ProviderUnavailableException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.provider.verbs.ffi.NativeLibraries;
+import dev.jrdma.spi.Device;
 import dev.jrdma.spi.Provider;
 
 /**
@@ -34,5 +35,11 @@ public final class VerbsProvider implements Provider {
         } catch (RdmaException e) {
             return new ProviderUnavailableException(NAME, e.getMessage(), e);
         }
+    }
+
+    @Override
+    public Device open(String deviceName) {
+        NativeLibraries.ensureAvailable();
+        return VerbsDevice.open(deviceName);
     }
 }

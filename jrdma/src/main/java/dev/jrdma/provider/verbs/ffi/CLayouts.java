@@ -26,6 +26,7 @@ final class CLayouts {
     static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG;
     static final ValueLayout.OfLong BE64 = ValueLayout.JAVA_LONG.withOrder(ByteOrder.BIG_ENDIAN);
     static final ValueLayout.OfLong SIZE_T = ValueLayout.JAVA_LONG;
+    static final ValueLayout.OfLong SSIZE_T = ValueLayout.JAVA_LONG;
     static final AddressLayout PTR = ValueLayout.ADDRESS;
     /** glibc x86-64 / aarch64 sizes; the probe test checks them through the structs that embed them. */
     static final MemoryLayout PTHREAD_MUTEX = opaque(40, 8);

@@ -29,7 +29,106 @@ public final class LibC {
             LIB.find("fcntl").orElseThrow(), of(INT, INT, INT, INT),
             Linker.Option.firstVariadicArg(2), Linker.Option.captureCallState("errno"));
 
+    private static final MethodHandle EVENTFD = Downcalls.withErrno(LIB, "eventfd", of(INT, U32, INT));
+    private static final MethodHandle READ = Downcalls.withErrno(LIB, "read", of(SSIZE_T, INT, PTR, SIZE_T));
+    private static final MethodHandle WRITE = Downcalls.withErrno(LIB, "write", of(SSIZE_T, INT, PTR, SIZE_T));
+    private static final MethodHandle CLOSE = Downcalls.withErrno(LIB, "close", of(INT, INT));
+    private static final int EFD_NONBLOCK = 04000, EFD_CLOEXEC = 02000000;
+
     private LibC() {
+    }
+
+    /**
+     * Waits up to {@code timeoutMs} (-1: forever) for any of the first {@code count} entries of a
+     * {@link #POLLFD} array to become readable; returns how many are (0 on time-out or EINTR).
+     * Each entry's fd and events must be set; revents is read with {@link #revents}.
+     */
+    public static int poll(MemorySegment pollfds, int count, int timeoutMs) {
+        try {
+            int n = (int) POLL.invokeExact(Errno.capture(), pollfds, (long) count, timeoutMs);
+            if (n < 0) {
+                int errno = Errno.last();
+                if (errno == Errno.EINTR) {
+                    return 0;
+                }
+                throw Errno.failure("poll", errno, count + " fds");
+            }
+            return n;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** Sets entry {@code index} of a {@link #POLLFD} array to wait for {@code fd} readable. */
+    public static void pollEntry(MemorySegment pollfds, int index, int fd) {
+        long base = index * POLLFD.byteSize();
+        pollfds.set(INT, base, fd);
+        pollfds.set(U16, base + 4, POLLIN);
+        pollfds.set(U16, base + 6, (short) 0);
+    }
+
+    /** The revents of entry {@code index}, after {@link #poll}. */
+    public static int revents(MemorySegment pollfds, int index) {
+        return Short.toUnsignedInt(pollfds.get(U16, index * POLLFD.byteSize() + 6));
+    }
+
+    /** {@code eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)}: a wake-up fd for an IO thread blocked in poll. */
+    public static int eventFd() {
+        try {
+            int fd = (int) EVENTFD.invokeExact(Errno.capture(), 0, EFD_NONBLOCK | EFD_CLOEXEC);
+            if (fd < 0) {
+                throw Errno.failure("eventfd", null);
+            }
+            return fd;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** Adds one to an eventfd's counter (wakes a poller). {@code buf}: 8 bytes, any thread's. */
+    public static void eventFdSignal(int fd, MemorySegment buf) {
+        buf.set(U64, 0, 1L);
+        try {
+            long n = (long) WRITE.invokeExact(Errno.capture(), fd, buf, 8L);
+            if (n < 0 && Errno.last() != Errno.EAGAIN) {
+                throw Errno.failure("write", "eventfd " + fd);
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** Resets an eventfd's counter; true when it had been signalled. */
+    public static boolean eventFdDrain(int fd, MemorySegment buf) {
+        try {
+            long n = (long) READ.invokeExact(Errno.capture(), fd, buf, 8L);
+            if (n < 0 && Errno.last() != Errno.EAGAIN) {
+                throw Errno.failure("read", "eventfd " + fd);
+            }
+            return n == 8;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    public static void close(int fd) {
+        try {
+            if ((int) CLOSE.invokeExact(Errno.capture(), fd) < 0) {
+                throw Errno.failure("close", "fd " + fd);
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
     }
 
     /**

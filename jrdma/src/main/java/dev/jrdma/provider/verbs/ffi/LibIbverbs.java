@@ -348,6 +348,26 @@ public final class LibIbverbs {
         }
     }
 
+    /**
+     * {@code ibv_get_cq_event} on a channel whose fd is non-blocking: the CQ of the next event,
+     * or null when there is none (EAGAIN). {@code cqOut}/{@code ctxOut}: pointer-sized scratch.
+     */
+    public static MemorySegment tryGetCqEvent(MemorySegment channel, MemorySegment cqOut, MemorySegment ctxOut) {
+        try {
+            int rc = (int) GET_CQ_EVENT.invokeExact(Errno.capture(), channel, cqOut, ctxOut);
+            if (rc == 0) {
+                return cqOut.get(PTR, 0);
+            }
+            int errno = Errno.last();
+            if (errno == Errno.EAGAIN) {
+                return null;
+            }
+            throw Errno.failure("ibv_get_cq_event", errno, null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     public static void ackCqEvents(MemorySegment cq, int count) {
         try {
             ACK_CQ_EVENTS.invokeExact(cq, count);

@@ -35,6 +35,8 @@ public final class LibRdmacm {
     private static final MethodHandle GET_CM_EVENT = Downcalls.withErrno(LIB, "rdma_get_cm_event", of(INT, PTR, PTR));
     private static final MethodHandle ACK_CM_EVENT = Downcalls.withErrno(LIB, "rdma_ack_cm_event", of(INT, PTR));
     private static final MethodHandle EVENT_STR = Downcalls.plain(LIB, "rdma_event_str", of(PTR, INT));
+    private static final MethodHandle GET_DEVICES = Downcalls.withErrno(LIB, "rdma_get_devices", of(PTR, PTR));
+    private static final MethodHandle FREE_DEVICES = Downcalls.plain(LIB, "rdma_free_devices", ofVoid(PTR));
     private static final MethodHandle MIGRATE_ID = Downcalls.withErrno(LIB, "rdma_migrate_id", of(INT, PTR, PTR));
 
     private LibRdmacm() {
@@ -216,9 +218,56 @@ public final class LibRdmacm {
         }
     }
 
+    /**
+     * {@code rdma_get_cm_event} on a channel whose fd is non-blocking: the next event, or null
+     * when there is none (EAGAIN). {@code out}: pointer-sized scratch.
+     */
+    public static MemorySegment tryGetCmEvent(MemorySegment channel, MemorySegment out) {
+        try {
+            if ((int) GET_CM_EVENT.invokeExact(Errno.capture(), channel, out) == 0) {
+                return out.get(PTR, 0).reinterpret(RdmaCmEvent.LAYOUT.byteSize());
+            }
+            int errno = Errno.last();
+            if (errno == Errno.EAGAIN) {
+                return null;
+            }
+            throw Errno.failure("rdma_get_cm_event", errno, null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     public static void ackCmEvent(MemorySegment event) {
         try {
             check((int) ACK_CM_EVENT.invokeExact(Errno.capture(), event), "rdma_ack_cm_event", null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code rdma_get_devices}: the verbs contexts librdmacm opened, one per device, NULL-ended.
+     * Every cm id on a device carries this same context, so a PD allocated on it serves all of
+     * that device's connections. Give the array back with {@link #freeDevices}, which does not
+     * close the contexts (librdmacm owns them).
+     */
+    public static MemorySegment getDevices(Arena arena, int[] count) {
+        MemorySegment n = arena.allocate(INT);
+        try {
+            MemorySegment list = (MemorySegment) GET_DEVICES.invokeExact(Errno.capture(), n);
+            if (list.equals(MemorySegment.NULL)) {
+                throw Errno.failure("rdma_get_devices", "is /dev/infiniband/rdma_cm there (module rdma_ucm)?");
+            }
+            count[0] = n.get(INT, 0);
+            return list.reinterpret(PTR.byteSize() * (count[0] + 1L));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void freeDevices(MemorySegment list) {
+        try {
+            FREE_DEVICES.invokeExact(list);
         } catch (Throwable t) {
             throw rethrow(t);
         }

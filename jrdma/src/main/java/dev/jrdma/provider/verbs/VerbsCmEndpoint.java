@@ -1,0 +1,139 @@
+package dev.jrdma.provider.verbs;
+
+import dev.jrdma.exceptions.NativeRdmaException;
+import dev.jrdma.provider.verbs.ffi.IbvQpInitAttr;
+import dev.jrdma.provider.verbs.ffi.IbvQp;
+import dev.jrdma.provider.verbs.ffi.LibRdmacm;
+import dev.jrdma.provider.verbs.ffi.RdmaCmId;
+import dev.jrdma.provider.verbs.ffi.RdmaConnParam;
+import dev.jrdma.provider.verbs.ffi.SockAddr;
+import dev.jrdma.spi.CmEndpoint;
+import dev.jrdma.spi.CompletionQueue;
+import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.QueuePairSpec;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+
+/** An rdma_cm id of a connection (outgoing, or accepted from a listener), with its QP. */
+final class VerbsCmEndpoint implements CmEndpoint {
+    final MemorySegment id;
+    private final VerbsConnectionManager manager;
+    private VerbsQueuePair qp;
+    private Object attachment;
+    /** For an outgoing connect: what to create and send once the route is resolved. */
+    CompletionQueue pendingCq;
+    QueuePairSpec pendingSpec;
+    byte[] pendingPrivateData;
+    int timeoutMs;
+    private boolean disconnectSent;
+    private boolean closed;
+
+    VerbsCmEndpoint(VerbsConnectionManager manager, MemorySegment id) {
+        this.manager = manager;
+        this.id = id.reinterpret(RdmaCmId.LAYOUT.byteSize());
+    }
+
+    @Override
+    public QueuePair queuePair() {
+        return qp;
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return SockAddr.toInet(RdmaCmId.dstAddr(id));
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return SockAddr.toInet(RdmaCmId.srcAddr(id));
+    }
+
+    /** rdma_create_qp on this id with the device's PD. */
+    void createQp(CompletionQueue cq, QueuePairSpec spec) {
+        MemorySegment cqSeg = ((VerbsCompletionQueue) cq).cq;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment init = a.allocate(IbvQpInitAttr.LAYOUT);
+            IbvQpInitAttr.set(init, cqSeg, cqSeg, MemorySegment.NULL, spec.sendDepth(), spec.recvDepth(),
+                    spec.maxSendSge(), spec.maxRecvSge(), spec.maxInlineData(), IbvQp.QPT_RC, false);
+            MemorySegment raw = LibRdmacm.createQp(id, manager.device.pd, init);
+            qp = new VerbsQueuePair(raw, manager.device.context, init, spec);
+        }
+    }
+
+    /** A conn param for connect/accept, with {@code privateData}. */
+    static void withConnParam(QueuePairSpec spec, byte[] privateData, java.util.function.Consumer<MemorySegment> use) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment p = a.allocate(RdmaConnParam.LAYOUT);
+            MemorySegment data = MemorySegment.NULL;
+            int len = privateData == null ? 0 : privateData.length;
+            if (len > 0) {
+                data = a.allocate(len);
+                data.copyFrom(MemorySegment.ofArray(privateData));
+            }
+            RdmaConnParam.set(p, data, len, spec.responderResources(), spec.initiatorDepth(), spec.retryCount(),
+                    spec.rnrRetry());
+            use.accept(p);
+        }
+    }
+
+    @Override
+    public void accept(CompletionQueue cq, QueuePairSpec spec, byte[] privateData) {
+        createQp(cq, spec);
+        withConnParam(spec, privateData, p -> LibRdmacm.accept(id, p));
+    }
+
+    @Override
+    public void reject(byte[] privateData) {
+        try (Arena a = Arena.ofConfined()) {
+            int len = privateData == null ? 0 : privateData.length;
+            MemorySegment data = len == 0 ? MemorySegment.NULL : a.allocate(len);
+            if (len > 0) {
+                data.copyFrom(MemorySegment.ofArray(privateData));
+            }
+            LibRdmacm.reject(id, data, len);
+        }
+    }
+
+    @Override
+    public void disconnect() {
+        if (!disconnectSent) {
+            disconnectSent = true;
+            try {
+                LibRdmacm.disconnect(id);
+            } catch (NativeRdmaException e) {
+                // EINVAL: never connected or already down; nothing to tell the peer.
+            }
+        }
+    }
+
+    /** On DISCONNECTED from the peer: answer its DREQ (rdma_disconnect sends the DREP). */
+    void answerDisconnect() {
+        disconnect();
+    }
+
+    @Override
+    public Object attachment() {
+        return attachment;
+    }
+
+    @Override
+    public void attach(Object attachment) {
+        this.attachment = attachment;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        manager.forget(id);
+        if (qp != null) {
+            LibRdmacm.destroyQp(id);
+            qp.release();
+        }
+        LibRdmacm.destroyId(id);
+    }
+}

@@ -1,0 +1,55 @@
+package dev.jrdma.provider.verbs;
+
+import dev.jrdma.provider.verbs.ffi.IbvContext;
+import dev.jrdma.provider.verbs.ffi.IbvWc;
+import dev.jrdma.provider.verbs.ffi.LibIbverbs;
+import dev.jrdma.spi.CompletionQueue;
+import dev.jrdma.spi.CompletionSink;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/** An {@code ibv_cq} polled through {@code ops.poll_cq} into a reused array of {@code ibv_wc}. */
+final class VerbsCompletionQueue implements CompletionQueue {
+    private static final int BATCH = 32;
+    final MemorySegment cq;
+    private final MemorySegment pollFn;
+    private final MemorySegment notifyFn;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment wcs = arena.allocate(IbvWc.LAYOUT, BATCH);
+
+    VerbsCompletionQueue(MemorySegment cq, MemorySegment context) {
+        this.cq = cq;
+        this.pollFn = IbvContext.pollCqFn(context);
+        this.notifyFn = IbvContext.reqNotifyCqFn(context);
+    }
+
+    @Override
+    public int poll(CompletionSink sink, int max) {
+        int n = LibIbverbs.pollCq(pollFn, cq, Math.min(max, BATCH), wcs);
+        if (n < 0) {
+            throw new dev.jrdma.exceptions.RdmaException("ibv_poll_cq failed (" + n + "): the CQ overran or the device failed");
+        }
+        for (int i = 0; i < n; i++) {
+            int flags = IbvWc.wcFlags(wcs, i);
+            boolean withImm = (flags & IbvWc.WITH_IMM) != 0;
+            sink.onCompletion(IbvWc.wrId(wcs, i), IbvWc.status(wcs, i), IbvWc.opcode(wcs, i), IbvWc.byteLen(wcs, i),
+                    withImm ? IbvWc.immData(wcs, i) : 0, withImm);
+        }
+        return n;
+    }
+
+    @Override
+    public void arm() {
+        int rc = LibIbverbs.reqNotifyCq(notifyFn, cq, false);
+        if (rc != 0) {
+            throw dev.jrdma.provider.verbs.ffi.Errno.failure("ibv_req_notify_cq", rc, null);
+        }
+    }
+
+    @Override
+    public void close() {
+        LibIbverbs.destroyCq(cq);
+        arena.close();
+    }
+}

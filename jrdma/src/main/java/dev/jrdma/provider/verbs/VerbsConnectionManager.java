@@ -1,0 +1,205 @@
+package dev.jrdma.provider.verbs;
+
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.provider.verbs.ffi.LibC;
+import dev.jrdma.provider.verbs.ffi.LibRdmacm;
+import dev.jrdma.provider.verbs.ffi.RdmaCmEvent;
+import dev.jrdma.provider.verbs.ffi.RdmaCmId;
+import dev.jrdma.provider.verbs.ffi.RdmaConnParam;
+import dev.jrdma.provider.verbs.ffi.SockAddr;
+import dev.jrdma.spi.CmEndpoint;
+import dev.jrdma.spi.CmEventHandler;
+import dev.jrdma.spi.CmListener;
+import dev.jrdma.spi.CompletionQueue;
+import dev.jrdma.spi.ConnectionManager;
+import dev.jrdma.spi.QueuePairSpec;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * rdma_cm on one event channel (non-blocking fd). Outgoing connects run as a small state
+ * machine driven by the events: ADDR_RESOLVED → resolve route; ROUTE_RESOLVED → create the QP
+ * and connect; ESTABLISHED / REJECTED / errors → the handler. A DISCONNECTED from the peer is
+ * answered with rdma_disconnect at once, which sends the DREP the peer waits for.
+ */
+final class VerbsConnectionManager implements ConnectionManager {
+    final VerbsDevice device;
+    private final MemorySegment channel;
+    private final int fd;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment eventOut = arena.allocate(ValueLayout.ADDRESS);
+    /** Every live id (listeners and endpoints) by its address. */
+    private final Map<Long, Object> ids = new HashMap<>();
+    private boolean closed;
+
+    VerbsConnectionManager(VerbsDevice device) {
+        this.device = device;
+        this.channel = LibRdmacm.createEventChannel();
+        this.fd = LibRdmacm.eventChannelFd(channel);
+        LibC.setNonBlocking(fd);
+    }
+
+    @Override
+    public int fd() {
+        return fd;
+    }
+
+    @Override
+    public int maxConnectPrivateData() {
+        return RdmaConnParam.MAX_CONNECT_PRIVATE_DATA;
+    }
+
+    @Override
+    public CmListener listen(InetSocketAddress address, int backlog) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment id = LibRdmacm.createId(channel, RdmaCmId.PS_TCP, a);
+            try {
+                LibRdmacm.bindAddr(id, SockAddr.of(address, a));
+                MemorySegment verbs = RdmaCmId.verbs(id);
+                if (!verbs.equals(MemorySegment.NULL) && verbs.address() != device.context.address()) {
+                    throw new RdmaException("address " + address + " belongs to another RDMA device than "
+                            + device.name() + ": build the Rdma with that device, or listen on an address of "
+                            + device.name());
+                }
+                LibRdmacm.listen(id, backlog);
+            } catch (RuntimeException e) {
+                LibRdmacm.destroyId(id);
+                throw e;
+            }
+            InetSocketAddress bound = SockAddr.toInet(RdmaCmId.srcAddr(id));
+            VerbsCmListener l = new VerbsCmListener(this, id, bound);
+            ids.put(id.address(), l);
+            return l;
+        }
+    }
+
+    @Override
+    public CmEndpoint connect(InetSocketAddress remote, CompletionQueue cq, QueuePairSpec spec, byte[] privateData,
+                              int timeoutMs) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment id = LibRdmacm.createId(channel, RdmaCmId.PS_TCP, a);
+            VerbsCmEndpoint ep = new VerbsCmEndpoint(this, id);
+            ep.pendingCq = cq;
+            ep.pendingSpec = spec;
+            ep.pendingPrivateData = privateData;
+            ep.timeoutMs = timeoutMs;
+            ids.put(id.address(), ep);
+            try {
+                InetSocketAddress source = device.sourceAddress() == null ? null
+                        : new InetSocketAddress(device.sourceAddress(), 0);
+                LibRdmacm.resolveAddr(id, source == null ? MemorySegment.NULL : SockAddr.of(source, a),
+                        SockAddr.of(remote, a), timeoutMs);
+            } catch (RuntimeException e) {
+                ep.close();
+                throw e;
+            }
+            return ep;
+        }
+    }
+
+    @Override
+    public int processEvents(CmEventHandler handler) {
+        int n = 0;
+        MemorySegment event;
+        while (!closed && (event = LibRdmacm.tryGetCmEvent(channel, eventOut)) != null) {
+            n++;
+            int type = RdmaCmEvent.event(event);
+            int status = RdmaCmEvent.status(event);
+            long idAddr = RdmaCmEvent.id(event).address();
+            byte[] privateData = hasConnParam(type) ? RdmaCmEvent.privateData(event) : new byte[0];
+            Object owner = type == RdmaCmEvent.CONNECT_REQUEST ? null : ids.get(idAddr);
+            VerbsCmListener listener = type == RdmaCmEvent.CONNECT_REQUEST
+                    ? (VerbsCmListener) ids.get(RdmaCmEvent.listenId(event).address()) : null;
+            MemorySegment newId = RdmaCmEvent.id(event);
+            // Acknowledged before the handler runs: rdma_destroy_id (in close) waits for unacked events.
+            LibRdmacm.ackCmEvent(event);
+            dispatch(handler, type, status, privateData, owner, listener, newId);
+        }
+        return n;
+    }
+
+    private static boolean hasConnParam(int type) {
+        return type == RdmaCmEvent.CONNECT_REQUEST || type == RdmaCmEvent.ESTABLISHED
+                || type == RdmaCmEvent.REJECTED || type == RdmaCmEvent.CONNECT_RESPONSE;
+    }
+
+    private void dispatch(CmEventHandler handler, int type, int status, byte[] privateData, Object owner,
+                          VerbsCmListener listener, MemorySegment newId) {
+        if (type == RdmaCmEvent.CONNECT_REQUEST) {
+            VerbsCmEndpoint request = new VerbsCmEndpoint(this, newId);
+            ids.put(request.id.address(), request);
+            if (listener == null || RdmaCmId.verbs(request.id).address() != device.context.address()) {
+                request.reject(null);   // a request through another device: this Rdma cannot serve it
+                request.close();
+                return;
+            }
+            handler.onConnectRequest(listener, request, privateData);
+            return;
+        }
+        if (!(owner instanceof VerbsCmEndpoint ep)) {
+            return;   // an event of an id closed meanwhile, or of a listener (nothing to do)
+        }
+        switch (type) {
+            case RdmaCmEvent.ADDR_RESOLVED -> {
+                if (RdmaCmId.verbs(ep.id).address() != device.context.address()) {
+                    handler.onError(ep, "the route to " + ep.remoteAddress() + " leaves through another RDMA device, not "
+                            + device.name(), 0);
+                    return;
+                }
+                try {
+                    LibRdmacm.resolveRoute(ep.id, ep.timeoutMs);
+                } catch (RuntimeException e) {
+                    handler.onError(ep, e.getMessage(), 0);
+                }
+            }
+            case RdmaCmEvent.ROUTE_RESOLVED -> {
+                try {
+                    ep.createQp(ep.pendingCq, ep.pendingSpec);
+                    VerbsCmEndpoint.withConnParam(ep.pendingSpec, ep.pendingPrivateData, p -> LibRdmacm.connect(ep.id, p));
+                } catch (RuntimeException e) {
+                    handler.onError(ep, e.getMessage(), 0);
+                }
+            }
+            case RdmaCmEvent.ESTABLISHED -> handler.onEstablished(ep, privateData);
+            case RdmaCmEvent.REJECTED -> handler.onRejected(ep, status, privateData);
+            case RdmaCmEvent.ADDR_ERROR, RdmaCmEvent.ROUTE_ERROR, RdmaCmEvent.CONNECT_ERROR, RdmaCmEvent.UNREACHABLE ->
+                    handler.onError(ep, RdmaCmEvent.name(type) + " (status " + status + ")", status);
+            case RdmaCmEvent.DISCONNECTED, RdmaCmEvent.DEVICE_REMOVAL -> {
+                ep.answerDisconnect();
+                handler.onDisconnected(ep);
+            }
+            default -> {
+                // TIMEWAIT_EXIT, ADDR_CHANGE, CONNECT_RESPONSE (not used with a QP): nothing to do.
+            }
+        }
+    }
+
+    void forget(MemorySegment id) {
+        ids.remove(id.address());
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (Object o : new ArrayList<>(ids.values())) {
+            if (o instanceof AutoCloseable c) {
+                try {
+                    c.close();
+                } catch (Exception e) {
+                    // keep closing the rest
+                }
+            }
+        }
+        LibRdmacm.destroyEventChannel(channel);
+        arena.close();
+    }
+}

@@ -1,0 +1,161 @@
+package dev.jrdma.provider.verbs;
+
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.provider.verbs.VerbsDevices.DeviceInfo;
+import dev.jrdma.provider.verbs.ffi.IbvContext;
+import dev.jrdma.provider.verbs.ffi.IbvGidEntry;
+import dev.jrdma.provider.verbs.ffi.LibIbverbs;
+import dev.jrdma.provider.verbs.ffi.LibRdmacm;
+import dev.jrdma.spi.CompletionChannel;
+import dev.jrdma.spi.CompletionQueue;
+import dev.jrdma.spi.ConnectionManager;
+import dev.jrdma.spi.Device;
+import dev.jrdma.spi.DeviceCapabilities;
+import dev.jrdma.spi.MemoryRegistration;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * A device opened for connections: librdmacm's own verbs context for it (every rdma_cm id on the
+ * device carries that same context, so one protection domain serves all its connections) and a
+ * PD on it.
+ */
+final class VerbsDevice implements Device {
+    private final DeviceInfo info;
+    private final DeviceCapabilities capabilities;
+    final MemorySegment context;
+    final MemorySegment pd;
+    private final InetAddress sourceAddress;
+    private boolean closed;
+
+    private VerbsDevice(DeviceInfo info, MemorySegment context) {
+        this.info = info;
+        this.sourceAddress = ipv4Of(info);
+        this.context = context;
+        this.capabilities = new DeviceCapabilities(info.maxQpWr(), info.maxSge(), info.maxCqe(), info.maxQpRdAtom(),
+                info.maxQpInitRdAtom(), info.maxMrSize(), info.atomics(), false, info.srq(), info.odp());
+        this.pd = LibIbverbs.allocPd(context);
+    }
+
+    /** {@code name} null: the first device with an active port. */
+    static VerbsDevice open(String name) {
+        List<DeviceInfo> all = VerbsDevices.describeAll();
+        DeviceInfo chosen = null;
+        for (DeviceInfo d : all) {
+            boolean active = d.ports().stream().anyMatch(VerbsDevices.PortInfo::active);
+            if (name == null ? active : d.name().equals(name)) {
+                if (!active) {
+                    throw new RdmaException("RDMA device " + name + " has no active port (ibv_devinfo shows its ports)");
+                }
+                chosen = d;
+                break;
+            }
+        }
+        if (chosen == null) {
+            throw new RdmaException(name == null
+                    ? "no RDMA device has an active port (devices: " + names(all) + ")"
+                    : "no RDMA device named '" + name + "' (devices: " + names(all) + ")");
+        }
+        return new VerbsDevice(chosen, rdmaCmContext(chosen.name()));
+    }
+
+    /**
+     * The IPv4 address of the first active port's IPv4-mapped RoCE v2 GID, or null (InfiniBand,
+     * or no IPv4 address): outgoing connections resolve from it, so that they leave through
+     * this device even when the kernel's route would pick another.
+     */
+    private static InetAddress ipv4Of(DeviceInfo info) {
+        for (VerbsDevices.PortInfo port : info.ports()) {
+            if (!port.active()) {
+                continue;
+            }
+            for (VerbsDevices.GidInfo g : port.gids()) {
+                byte[] b = g.gid();
+                boolean mapped = g.type() == IbvGidEntry.GID_TYPE_ROCE_V2 && b[10] == (byte) 0xff && b[11] == (byte) 0xff;
+                for (int i = 0; i < 10 && mapped; i++) {
+                    mapped = b[i] == 0;
+                }
+                if (mapped) {
+                    try {
+                        return InetAddress.getByAddress(Arrays.copyOfRange(b, 12, 16));
+                    } catch (UnknownHostException e) {
+                        throw new IllegalStateException(e);
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
+    InetAddress sourceAddress() {
+        return sourceAddress;
+    }
+
+    private static String names(List<DeviceInfo> all) {
+        return all.isEmpty() ? "none" : String.join(", ", all.stream().map(DeviceInfo::name).toList());
+    }
+
+    private static MemorySegment rdmaCmContext(String name) {
+        try (Arena arena = Arena.ofConfined()) {
+            int[] count = new int[1];
+            MemorySegment list = LibRdmacm.getDevices(arena, count);
+            try {
+                for (int i = 0; i < count[0]; i++) {
+                    MemorySegment ctx = list.getAtIndex(ValueLayout.ADDRESS, i);
+                    if (LibIbverbs.getDeviceName(IbvContext.device(ctx)).equals(name)) {
+                        return IbvContext.of(ctx);
+                    }
+                }
+            } finally {
+                LibRdmacm.freeDevices(list);
+            }
+        }
+        throw new RdmaException("librdmacm does not list RDMA device " + name
+                + " (rdma_get_devices): is the rdma_ucm module loaded?");
+    }
+
+    @Override
+    public String name() {
+        return info.name();
+    }
+
+    @Override
+    public DeviceCapabilities capabilities() {
+        return capabilities;
+    }
+
+    @Override
+    public MemoryRegistration register(MemorySegment memory, int access) {
+        return new VerbsMemoryRegistration(LibIbverbs.regMr(pd, memory, access), memory, access);
+    }
+
+    @Override
+    public CompletionChannel createCompletionChannel() {
+        return new VerbsCompletionChannel(LibIbverbs.createCompChannel(context));
+    }
+
+    @Override
+    public CompletionQueue createCompletionQueue(int depth, CompletionChannel channel) {
+        MemorySegment ch = channel == null ? MemorySegment.NULL : ((VerbsCompletionChannel) channel).channel;
+        return new VerbsCompletionQueue(LibIbverbs.createCq(context, depth, ch, 0), context);
+    }
+
+    @Override
+    public ConnectionManager createConnectionManager() {
+        return new VerbsConnectionManager(this);
+    }
+
+    @Override
+    public synchronized void close() {
+        if (!closed) {
+            closed = true;
+            LibIbverbs.deallocPd(pd);
+        }
+    }
+}

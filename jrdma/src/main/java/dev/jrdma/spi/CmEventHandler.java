@@ -1,0 +1,19 @@
+package dev.jrdma.spi;
+
+/** What {@link ConnectionManager#processEvents} reports, on the thread that called it. */
+public interface CmEventHandler {
+    /** A peer asks to connect; accept or reject {@code request} (now or later). */
+    void onConnectRequest(CmListener listener, CmEndpoint request, byte[] privateData);
+
+    /** A connection is up; {@code privateData} is what the peer sent with its accept (empty for the passive side). */
+    void onEstablished(CmEndpoint endpoint, byte[] privateData);
+
+    /** The peer refused our request ({@code privateData}: its reason, possibly empty). */
+    void onRejected(CmEndpoint endpoint, int status, byte[] privateData);
+
+    /** Establishing failed: address, route, unreachable, time-out; {@code what} says which. */
+    void onError(CmEndpoint endpoint, String what, int status);
+
+    /** The connection went down (either side disconnected, or the device failed). */
+    void onDisconnected(CmEndpoint endpoint);
+}

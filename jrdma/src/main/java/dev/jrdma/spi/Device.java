@@ -1,0 +1,35 @@
+package dev.jrdma.spi;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * An opened device with its protection domain: what memory registrations, completion queues
+ * and connections are made on. One per {@code Rdma} instance. Thread-safe for the control
+ * calls here; the objects it makes say their own rules.
+ */
+public interface Device extends AutoCloseable {
+    /** The device name, e.g. {@code rxe0} or {@code mlx5_0}. */
+    String name();
+
+    DeviceCapabilities capabilities();
+
+    /**
+     * Registers {@code memory} with {@code access} ({@link AccessFlags} bits).
+     *
+     * @throws dev.jrdma.exceptions.NativeRdmaException when the device refuses (the errno says why)
+     */
+    MemoryRegistration register(MemorySegment memory, int access);
+
+    /** A completion channel: one fd that reports events of every CQ made with it. */
+    CompletionChannel createCompletionChannel();
+
+    /** A completion queue of at least {@code depth} entries; {@code channel} may be null (polling only). */
+    CompletionQueue createCompletionQueue(int depth, CompletionChannel channel);
+
+    /** A connection manager: listen, connect, accept, with its events on one fd. */
+    ConnectionManager createConnectionManager();
+
+    /** Frees the protection domain; everything made on the device must be closed first. */
+    @Override
+    void close();
+}

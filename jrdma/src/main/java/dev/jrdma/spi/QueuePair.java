@@ -1,0 +1,45 @@
+package dev.jrdma.spi;
+
+/**
+ * A connected reliable queue pair. The post methods return 0 or an errno (as the verbs do) and
+ * allocate nothing; they are <b>not</b> thread-safe: the caller serialises posts on one QP.
+ */
+public interface QueuePair {
+    /** Send opcodes: the values of {@code enum ibv_wr_opcode}. */
+    int WR_RDMA_WRITE = 0, WR_RDMA_WRITE_WITH_IMM = 1, WR_SEND = 2, WR_SEND_WITH_IMM = 3, WR_RDMA_READ = 4,
+            WR_ATOMIC_CMP_AND_SWP = 5, WR_ATOMIC_FETCH_AND_ADD = 6;
+
+    /** Send flags: {@code enum ibv_send_flags}. */
+    int SEND_FENCE = 1, SEND_SIGNALED = 1 << 1, SEND_SOLICITED = 1 << 2, SEND_INLINE = 1 << 3;
+
+    /** QP states: {@code enum ibv_qp_state}. */
+    int STATE_RESET = 0, STATE_INIT = 1, STATE_RTR = 2, STATE_RTS = 3, STATE_SQD = 4, STATE_SQE = 5, STATE_ERR = 6;
+
+    int qpNum();
+
+    /** What was granted (may exceed what was asked). */
+    QueuePairSpec granted();
+
+    /**
+     * Posts one send-queue request with one scatter/gather entry ({@code length} 0: none).
+     * {@code remoteAddr}/{@code rkey} for RDMA and atomics; {@code compareAdd}/{@code swap} for
+     * atomics (the 8-byte prior value lands at {@code localAddr}); {@code imm} in host order.
+     */
+    int postSend(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr, int rkey,
+                 long compareAdd, long swap, int imm);
+
+    /** Posts one receive of {@code length} bytes at {@code localAddr}. */
+    int postRecv(long wrId, long localAddr, int length, int lkey);
+
+    /** The state as the device reports it now ({@code ibv_query_qp}). */
+    int queryState();
+
+    /** Moves the QP to the error state: everything outstanding completes, flushed. */
+    void moveToError();
+
+    /** "RTS", "ERR"... */
+    static String stateName(int state) {
+        String[] names = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+        return state >= 0 && state < names.length ? names[state] : "STATE_" + state;
+    }
+}
