@@ -6,7 +6,9 @@
  * {@code dev.jrdma.spi} (the provider interface), the providers, and the public API.
  */
 module dev.jrdma {
+    exports dev.jrdma;
     exports dev.jrdma.exceptions;
+    exports dev.jrdma.runtime;
     exports dev.jrdma.spi;
     exports dev.jrdma.provider.verbs;
     exports dev.jrdma.provider.verbs.ffi;

@@ -1,6 +1,7 @@
 package dev.jrdma.spi;
 
 import java.net.InetSocketAddress;
+import java.util.function.Consumer;
 
 /**
  * One side of a connection as the connection manager sees it: an incoming request to accept or
@@ -15,8 +16,11 @@ public interface CmEndpoint extends AutoCloseable {
 
     InetSocketAddress localAddress();
 
-    /** For an incoming request: creates the QP on {@code cq} with {@code spec} and accepts. */
-    void accept(CompletionQueue cq, QueuePairSpec spec, byte[] privateData);
+    /**
+     * For an incoming request: creates the QP on {@code cq} with {@code spec}, hands it to
+     * {@code onQueuePair} (to post receives before the peer can send) and accepts.
+     */
+    void accept(CompletionQueue cq, QueuePairSpec spec, byte[] privateData, Consumer<QueuePair> onQueuePair);
 
     /** For an incoming request: refuses it, telling the peer {@code privateData}. */
     void reject(byte[] privateData);

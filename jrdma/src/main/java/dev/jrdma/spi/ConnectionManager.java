@@ -1,6 +1,7 @@
 package dev.jrdma.spi;
 
 import java.net.InetSocketAddress;
+import java.util.function.Consumer;
 
 /**
  * Connection establishment (rdma_cm for verbs). Asynchronous: calls start things, and
@@ -15,11 +16,12 @@ public interface ConnectionManager extends AutoCloseable {
 
     /**
      * Starts connecting to {@code remote}: resolves the address and route, creates the QP with
-     * {@code cq} for both queues and {@code spec}, then sends a request carrying {@code privateData}.
-     * Ends in {@link CmEventHandler#onEstablished}, {@code onRejected} or {@code onError}.
+     * {@code cq} for both queues and {@code spec}, hands it to {@code onQueuePair} (to post
+     * receives), then sends a request carrying {@code privateData}. Ends in
+     * {@link CmEventHandler#onEstablished}, {@code onRejected} or {@code onError}.
      */
     CmEndpoint connect(InetSocketAddress remote, CompletionQueue cq, QueuePairSpec spec, byte[] privateData,
-                       int timeoutMs);
+                       int timeoutMs, Consumer<QueuePair> onQueuePair);
 
     /** Handles every pending event, non-blocking; returns how many. */
     int processEvents(CmEventHandler handler);

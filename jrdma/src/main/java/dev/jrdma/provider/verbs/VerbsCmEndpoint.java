@@ -15,6 +15,7 @@ import dev.jrdma.spi.QueuePairSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
+import java.util.function.Consumer;
 
 /** An rdma_cm id of a connection (outgoing, or accepted from a listener), with its QP. */
 final class VerbsCmEndpoint implements CmEndpoint {
@@ -26,6 +27,7 @@ final class VerbsCmEndpoint implements CmEndpoint {
     CompletionQueue pendingCq;
     QueuePairSpec pendingSpec;
     byte[] pendingPrivateData;
+    Consumer<QueuePair> pendingOnQueuePair;
     int timeoutMs;
     private boolean disconnectSent;
     private boolean closed;
@@ -79,8 +81,9 @@ final class VerbsCmEndpoint implements CmEndpoint {
     }
 
     @Override
-    public void accept(CompletionQueue cq, QueuePairSpec spec, byte[] privateData) {
+    public void accept(CompletionQueue cq, QueuePairSpec spec, byte[] privateData, Consumer<QueuePair> onQueuePair) {
         createQp(cq, spec);
+        onQueuePair.accept(qp);
         withConnParam(spec, privateData, p -> LibRdmacm.accept(id, p));
     }
 

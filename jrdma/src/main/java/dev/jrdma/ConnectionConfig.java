@@ -1,0 +1,259 @@
+package dev.jrdma;
+
+import dev.jrdma.spi.DeviceCapabilities;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How a connection is set up: queue depths, receive buffers, RDMA read/atomic depth, retries,
+ * time-out, and what travels in the connection request. {@link #defaults()} suits most uses;
+ * {@link #builder()} changes single values. Values are checked when built (ranges) and again
+ * against the device when a connection is made (limits), naming the field and the limit.
+ */
+public final class ConnectionConfig {
+    /** Bytes of the connection request jrdma's own header takes (magic, receive buffer size and count, lengths). */
+    static final int HEADER_BYTES = 12;
+    /** rdma_cm carries 56 bytes with a connect request on RoCE/IB. */
+    static final int MAX_REQUEST_PRIVATE_DATA = 56;
+
+    private final int sendQueueDepth;
+    private final int receiveQueueDepth;
+    private final int receiveBufferSize;
+    private final int maxInlineData;
+    private final int maxRdAtomic;
+    private final Duration timeout;
+    private final int retryCount;
+    private final int rnrRetry;
+    private final byte[] privateData;
+    private final byte[] authToken;
+
+    private ConnectionConfig(Builder b) {
+        sendQueueDepth = b.sendQueueDepth;
+        receiveQueueDepth = b.receiveQueueDepth;
+        receiveBufferSize = b.receiveBufferSize;
+        maxInlineData = b.maxInlineData;
+        maxRdAtomic = b.maxRdAtomic;
+        timeout = b.timeout;
+        retryCount = b.retryCount;
+        rnrRetry = b.rnrRetry;
+        privateData = b.privateData.clone();
+        authToken = b.authToken.clone();
+    }
+
+    private static final ConnectionConfig DEFAULTS = builder().build();
+
+    public static ConnectionConfig defaults() {
+        return DEFAULTS;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A builder starting from these values. */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.sendQueueDepth = sendQueueDepth;
+        b.receiveQueueDepth = receiveQueueDepth;
+        b.receiveBufferSize = receiveBufferSize;
+        b.maxInlineData = maxInlineData;
+        b.maxRdAtomic = maxRdAtomic;
+        b.timeout = timeout;
+        b.retryCount = retryCount;
+        b.rnrRetry = rnrRetry;
+        b.privateData = privateData.clone();
+        b.authToken = authToken.clone();
+        return b;
+    }
+
+    /** Send-queue work requests: operations in flight at once on the connection. Default 128. */
+    public int sendQueueDepth() {
+        return sendQueueDepth;
+    }
+
+    /** Receives kept posted (each a pooled buffer of {@link #receiveBufferSize()}). Default 64. */
+    public int receiveQueueDepth() {
+        return receiveQueueDepth;
+    }
+
+    /** The largest message this side receives. Default 4096. */
+    public int receiveBufferSize() {
+        return receiveBufferSize;
+    }
+
+    /** Bytes a send or write may carry inline in the work request. Default 0 (none). */
+    public int maxInlineData() {
+        return maxInlineData;
+    }
+
+    /** RDMA reads/atomics in flight each way; -1 (the default): the device maximum, capped at 255 by rdma_cm. */
+    public int maxRdAtomic() {
+        return maxRdAtomic;
+    }
+
+    /** How long connecting may take, and how long an operation waits for room in the send queue. Default 10 s. */
+    public Duration timeout() {
+        return timeout;
+    }
+
+    /** Transport retries before an operation fails with IBV_WC_RETRY_EXC_ERR (0-7). Default 7. */
+    public int retryCount() {
+        return retryCount;
+    }
+
+    /** Receiver-not-ready retries (0-6). Default 6. 7 means "forever" and is refused. */
+    public int rnrRetry() {
+        return rnrRetry;
+    }
+
+    /** Application bytes sent with the connection request (the peer sees them in its accept callback). */
+    public byte[] privateData() {
+        return privateData.clone();
+    }
+
+    /** A token the server must be configured with; empty: none. */
+    public byte[] authToken() {
+        return authToken.clone();
+    }
+
+    byte[] privateDataRef() {
+        return privateData;
+    }
+
+    byte[] authTokenRef() {
+        return authToken;
+    }
+
+    /** The depth rdma_cm is asked for: the configured one, or the device's (at most 255). */
+    int rdAtomicFor(DeviceCapabilities caps) {
+        int device = Math.min(255, Math.min(caps.maxQpRdAtomic(), caps.maxQpInitRdAtomic()));
+        return maxRdAtomic < 0 ? device : maxRdAtomic;
+    }
+
+    /**
+     * Checks the values against a device's limits.
+     *
+     * @throws IllegalArgumentException naming the field, the value and the device's limit
+     */
+    void validateFor(DeviceCapabilities caps, String device) {
+        check("sendQueueDepth", sendQueueDepth, caps.maxQpWr(), device, "max_qp_wr");
+        check("receiveQueueDepth", receiveQueueDepth, caps.maxQpWr(), device, "max_qp_wr");
+        check("sendQueueDepth + receiveQueueDepth", sendQueueDepth + receiveQueueDepth, caps.maxCqe(), device, "max_cqe");
+        int rd = Math.min(255, Math.min(caps.maxQpRdAtomic(), caps.maxQpInitRdAtomic()));
+        if (maxRdAtomic > rd) {
+            throw new IllegalArgumentException("maxRdAtomic " + maxRdAtomic + " exceeds " + device
+                    + "'s limit " + rd + " (max_qp_rd_atom / max_qp_init_rd_atom, at most 255)");
+        }
+    }
+
+    private static void check(String field, long value, long limit, String device, String capName) {
+        if (value > limit) {
+            throw new IllegalArgumentException(field + " " + value + " exceeds " + device + "'s limit " + limit
+                    + " (" + capName + ")");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "ConnectionConfig[sendQueueDepth=" + sendQueueDepth + ", receiveQueueDepth=" + receiveQueueDepth
+                + ", receiveBufferSize=" + receiveBufferSize + ", maxInlineData=" + maxInlineData + ", maxRdAtomic="
+                + (maxRdAtomic < 0 ? "device" : maxRdAtomic) + ", timeout=" + timeout + ", retryCount=" + retryCount
+                + ", rnrRetry=" + rnrRetry + ", privateData=" + privateData.length + " bytes, authToken="
+                + (authToken.length == 0 ? "none" : authToken.length + " bytes") + "]";
+    }
+
+    /** Values are range-checked as they are set; {@link #build()} checks what depends on several. */
+    public static final class Builder {
+        private int sendQueueDepth = 128;
+        private int receiveQueueDepth = 64;
+        private int receiveBufferSize = 4096;
+        private int maxInlineData = 0;
+        private int maxRdAtomic = -1;
+        private Duration timeout = Duration.ofSeconds(10);
+        private int retryCount = 7;
+        private int rnrRetry = 6;
+        private byte[] privateData = new byte[0];
+        private byte[] authToken = new byte[0];
+
+        private Builder() {
+        }
+
+        private static int range(String field, int value, int min, int max) {
+            if (value < min || value > max) {
+                throw new IllegalArgumentException(field + " must be in " + min + ".." + max + ", not " + value);
+            }
+            return value;
+        }
+
+        public Builder sendQueueDepth(int n) {
+            sendQueueDepth = range("sendQueueDepth", n, 1, 1 << 20);
+            return this;
+        }
+
+        public Builder receiveQueueDepth(int n) {
+            receiveQueueDepth = range("receiveQueueDepth", n, 1, 1 << 20);
+            return this;
+        }
+
+        public Builder receiveBufferSize(int bytes) {
+            receiveBufferSize = range("receiveBufferSize", bytes, 1, 1 << 30);
+            return this;
+        }
+
+        public Builder maxInlineData(int bytes) {
+            maxInlineData = range("maxInlineData", bytes, 0, 4096);
+            return this;
+        }
+
+        /** -1: the device maximum. */
+        public Builder maxRdAtomic(int n) {
+            maxRdAtomic = range("maxRdAtomic", n, -1, 255);
+            return this;
+        }
+
+        public Builder timeout(Duration t) {
+            Objects.requireNonNull(t, "timeout");
+            if (t.isNegative() || t.isZero() || t.toMillis() > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("timeout must be positive and under 24 days, not " + t);
+            }
+            timeout = t;
+            return this;
+        }
+
+        public Builder retryCount(int n) {
+            retryCount = range("retryCount", n, 0, 7);
+            return this;
+        }
+
+        public Builder rnrRetry(int n) {
+            if (n == 7) {
+                throw new IllegalArgumentException("rnrRetry 7 means 'retry forever' in verbs: a peer that stops "
+                        + "posting receives would hang the sender for good; use 0-6 (6: the most retries)");
+            }
+            rnrRetry = range("rnrRetry", n, 0, 6);
+            return this;
+        }
+
+        public Builder privateData(byte[] data) {
+            privateData = Objects.requireNonNull(data, "privateData").clone();
+            return this;
+        }
+
+        public Builder authToken(byte[] token) {
+            authToken = Objects.requireNonNull(token, "authToken").clone();
+            return this;
+        }
+
+        /** @throws IllegalArgumentException when token and private data do not fit a connection request */
+        public ConnectionConfig build() {
+            int room = MAX_REQUEST_PRIVATE_DATA - HEADER_BYTES;
+            if (privateData.length + authToken.length > room) {
+                throw new IllegalArgumentException("privateData (" + privateData.length + " bytes) and authToken ("
+                        + authToken.length + " bytes) must fit the " + room
+                        + " bytes a connection request has room for");
+            }
+            return new ConnectionConfig(this);
+        }
+    }
+}

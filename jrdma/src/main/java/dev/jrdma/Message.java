@@ -1,0 +1,66 @@
+package dev.jrdma;
+
+import java.lang.foreign.MemorySegment;
+import java.util.OptionalInt;
+
+/**
+ * A received message (a SEND, or the notice of a WRITE_WITH_IMM) in a pooled receive buffer.
+ * {@link #data()} is valid until {@link #close()}, which gives the buffer back to be posted
+ * again. In callback mode ({@link Connection#onReceive}) it is closed when the callback returns.
+ */
+public final class Message implements AutoCloseable {
+    private final Connection connection;
+    private final int buffer;
+    private final MemorySegment data;
+    private final boolean hasImm;
+    private final int imm;
+    private final int byteCount;
+    private final boolean write;
+    private boolean closed;
+
+    Message(Connection connection, int buffer, MemorySegment data, int byteCount, boolean hasImm, int imm, boolean write) {
+        this.connection = connection;
+        this.buffer = buffer;
+        this.data = data;
+        this.byteCount = byteCount;
+        this.hasImm = hasImm;
+        this.imm = imm;
+        this.write = write;
+    }
+
+    /** The bytes of a SEND; empty for a WRITE_WITH_IMM (its bytes went to the written region). */
+    public MemorySegment data() {
+        if (closed) {
+            throw new IllegalStateException("message already closed: its receive buffer is reused");
+        }
+        return data;
+    }
+
+    /** The immediate value, for SEND_WITH_IMM and WRITE_WITH_IMM. */
+    public OptionalInt imm() {
+        return hasImm ? OptionalInt.of(imm) : OptionalInt.empty();
+    }
+
+    /** Bytes transferred: the message length, or the bytes a WRITE_WITH_IMM wrote. */
+    public int byteCount() {
+        return byteCount;
+    }
+
+    /** True for the notice of a WRITE_WITH_IMM, false for a SEND. */
+    public boolean isWrite() {
+        return write;
+    }
+
+    public Connection connection() {
+        return connection;
+    }
+
+    /** Gives the receive buffer back (it is posted again). Idempotent. */
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            connection.repost(buffer);
+        }
+    }
+}

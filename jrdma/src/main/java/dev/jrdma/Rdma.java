@@ -1,0 +1,451 @@
+package dev.jrdma;
+
+import dev.jrdma.exceptions.ProviderUnavailableException;
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.exceptions.RdmaTimeoutException;
+import dev.jrdma.runtime.CompletionMode;
+import dev.jrdma.runtime.IoThread;
+import dev.jrdma.spi.CmEndpoint;
+import dev.jrdma.spi.CmEventHandler;
+import dev.jrdma.spi.CmListener;
+import dev.jrdma.spi.CompletionChannel;
+import dev.jrdma.spi.ConnectionManager;
+import dev.jrdma.spi.Device;
+import dev.jrdma.spi.DeviceCapabilities;
+import dev.jrdma.spi.Provider;
+import dev.jrdma.spi.Providers;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+
+/**
+ * The entry point: a device opened through a provider, its IO threads, and everything made from
+ * it (servers, connections, regions), all closed by {@link #close()}.
+ *
+ * <pre>{@code
+ * try (Rdma rdma = Rdma.builder().device("rxe0").build()) {
+ *     Connection c = rdma.connect(new InetSocketAddress("10.0.0.1", 7471));
+ *     LocalRegion buf = rdma.allocate(4096);
+ *     c.write(buf, remote).join();
+ * }
+ * }</pre>
+ */
+public final class Rdma implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger("dev.jrdma");
+
+    private final Provider provider;
+    private final Device device;
+    private final ConnectionManager cm;
+    private final IoThread[] io;
+    private final CompletionChannel[] channels;
+    private final AtomicInteger nextIo = new AtomicInteger();
+    private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
+    private final Set<RdmaServer> servers = ConcurrentHashMap.newKeySet();
+    private final Set<LocalRegion> regions = ConcurrentHashMap.newKeySet();
+    private final CmEventHandler cmHandler = new CmHandler();
+    private volatile boolean closed;
+
+    private Rdma(Builder b) {
+        this.provider = b.chooseProvider();
+        this.device = provider.open(b.device);
+        int n = b.ioThreads;
+        this.io = new IoThread[n];
+        this.channels = new CompletionChannel[n];
+        ConnectionManager manager = null;
+        try {
+            manager = device.createConnectionManager();
+            for (int i = 0; i < n; i++) {
+                channels[i] = device.createCompletionChannel();
+                CompletionChannel ch = channels[i];
+                int[] fds = i == 0 ? new int[] {ch.fd(), manager.fd()} : new int[] {ch.fd()};
+                io[i] = new IoThread("jrdma-io-" + device.name() + "-" + i, b.completionMode, fds, ch::drainEvents);
+            }
+            ConnectionManager m = manager;
+            io[0].execute(() -> io[0].add(() -> m.processEvents(cmHandler)));
+        } catch (RuntimeException e) {
+            for (IoThread t : io) {
+                if (t != null) {
+                    t.close();
+                }
+            }
+            for (CompletionChannel c : channels) {
+                if (c != null) {
+                    c.close();
+                }
+            }
+            if (manager != null) {
+                manager.close();
+            }
+            device.close();
+            throw e;
+        }
+        this.cm = manager;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** {@code builder().build()}: the automatic provider, the first active device, one IO thread. */
+    public static Rdma open() {
+        return builder().build();
+    }
+
+    public String providerName() {
+        return provider.name();
+    }
+
+    public String deviceName() {
+        return device.name();
+    }
+
+    public DeviceCapabilities capabilities() {
+        return device.capabilities();
+    }
+
+    // ---------------------------------------------------------------- memory
+
+    /** {@code size} zeroed bytes, registered for local write and remote read, write and atomics. */
+    public LocalRegion allocate(long size) {
+        checkOpen();
+        if (size <= 0) {
+            throw new IllegalArgumentException("allocate: size must be positive, not " + size);
+        }
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment seg = arena.allocate(size, 64);
+            return track(new LocalRegion(seg, device.register(seg, Access.bits(Access.values())), arena));
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    /** Registers memory the application owns (it stays the owner: closing the region only deregisters). */
+    public LocalRegion register(MemorySegment segment, Access... access) {
+        checkOpen();
+        Objects.requireNonNull(segment, "segment");
+        if (!segment.isNative()) {
+            throw new IllegalArgumentException("register: only native memory can be registered (an Arena's, or a mapped file's), not a heap segment");
+        }
+        int bits = Access.bits(access);
+        if ((bits & (Access.REMOTE_WRITE.bit | Access.REMOTE_ATOMIC.bit)) != 0 && (bits & Access.LOCAL_WRITE.bit) == 0) {
+            throw new IllegalArgumentException("register: REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE too (a verbs rule)");
+        }
+        return track(new LocalRegion(segment, device.register(segment, bits), null));
+    }
+
+    private LocalRegion track(LocalRegion r) {
+        regions.add(r);
+        return r;
+    }
+
+    // ---------------------------------------------------------------- connections
+
+    /** Listens with the default config. */
+    public RdmaServer listen(InetSocketAddress address, Consumer<Connection> onAccept) {
+        return listen(address, ConnectionConfig.defaults(), onAccept);
+    }
+
+    /**
+     * Listens on {@code address}; {@code config} applies to every accepted connection (its
+     * auth token, if any, must match the client's).
+     */
+    public RdmaServer listen(InetSocketAddress address, ConnectionConfig config, Consumer<Connection> onAccept) {
+        checkOpen();
+        Objects.requireNonNull(address, "address");
+        Objects.requireNonNull(onAccept, "onAccept");
+        config.validateFor(device.capabilities(), device.name());
+        CompletableFuture<RdmaServer> f = new CompletableFuture<>();
+        io[0].execute(() -> {
+            try {
+                CmListener l = cm.listen(address, 128);
+                RdmaServer s = new RdmaServer(this, l, config, onAccept);
+                servers.add(s);
+                f.complete(s);
+            } catch (RuntimeException e) {
+                f.completeExceptionally(e);
+            }
+        });
+        return Connection.await(f);
+    }
+
+    void closeServer(RdmaServer s) {
+        servers.remove(s);
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        io[0].execute(() -> {
+            s.listener.close();
+            done.complete(null);
+        });
+        if (!io[0].inThisThread()) {
+            Connection.await(done);
+        }
+    }
+
+    /** Connects with the default config, waiting up to its timeout. */
+    public Connection connect(InetSocketAddress address) {
+        return connect(address, ConnectionConfig.defaults());
+    }
+
+    public Connection connect(InetSocketAddress address, ConnectionConfig config) {
+        return Connection.await(connectAsync(address, config));
+    }
+
+    /** Starts connecting; the future completes when the connection is established, or fails with why not. */
+    public CompletableFuture<Connection> connectAsync(InetSocketAddress address, ConnectionConfig config) {
+        checkOpen();
+        Objects.requireNonNull(address, "address");
+        config.validateFor(device.capabilities(), device.name());
+        IoThread t = pickIo();
+        Connection c = new Connection(this, t, config, address, null);
+        connections.add(c);
+        int timeoutMs = (int) config.timeout().toMillis();
+        io[0].execute(() -> {
+            try {
+                c.prepare(device, channels[indexOf(t)]);
+                t.execute(() -> t.add(c.source));
+                c.endpoint = cm.connect(address, c.cq, c.spec(device.capabilities()), Handshake.of(config).encode(),
+                        timeoutMs, c::onQueuePair);
+                c.endpoint.attach(c);
+            } catch (RdmaException e) {
+                c.failConnect(e);
+            } catch (RuntimeException e) {
+                c.failConnect(new RdmaException("connecting to " + address + " failed: " + e, e));
+            }
+        });
+        c.connected.orTimeout(timeoutMs, TimeUnit.MILLISECONDS).exceptionally(e -> {
+            if (e instanceof java.util.concurrent.TimeoutException) {
+                io[0].execute(() -> c.failConnect(new RdmaTimeoutException("connecting to " + address
+                        + " did not complete within " + config.timeout())));
+            }
+            return null;
+        });
+        return c.connected;
+    }
+
+    private IoThread pickIo() {
+        return io[Math.floorMod(nextIo.getAndIncrement(), io.length)];
+    }
+
+    private int indexOf(IoThread t) {
+        for (int i = 0; i < io.length; i++) {
+            if (io[i] == t) {
+                return i;
+            }
+        }
+        throw new IllegalStateException();
+    }
+
+    void forget(Connection c) {
+        connections.remove(c);
+    }
+
+    /** Acknowledges pending CQ events of an IO thread's channel (before a CQ is destroyed). */
+    void drainCompletionEvents(IoThread t) {
+        channels[indexOf(t)].drainEvents();
+    }
+
+    /** The rdma_cm events, on IO thread 0. */
+    private final class CmHandler implements CmEventHandler {
+        @Override
+        public void onConnectRequest(CmListener listener, CmEndpoint request, byte[] privateData) {
+            RdmaServer server = null;
+            for (RdmaServer s : servers) {
+                if (s.listener == listener) {
+                    server = s;
+                }
+            }
+            if (server == null || server.isClosed() || closed) {
+                request.reject(Handshake.rejection("the server is closing"));
+                request.close();
+                return;
+            }
+            Handshake peer = Handshake.decode(privateData);
+            byte[] expected = server.config.authTokenRef();
+            if (expected.length > 0 && !java.security.MessageDigest.isEqual(expected, peer.token())) {
+                LOG.log(System.Logger.Level.WARNING, "rejected a connection from {0}: wrong or missing auth token",
+                        request.remoteAddress());
+                request.reject(Handshake.rejection("authentication failed: the auth token does not match the server's"));
+                request.close();
+                return;
+            }
+            IoThread t = pickIo();
+            Connection c = new Connection(Rdma.this, t, server.config, request.remoteAddress(), server);
+            connections.add(c);
+            c.endpoint = request;
+            request.attach(c);
+            try {
+                c.prepare(device, channels[indexOf(t)]);
+                request.accept(c.cq, c.spec(device.capabilities()), Handshake.of(server.config).encode(), c::onQueuePair);
+                c.pendingPeer = peer;
+                t.execute(() -> t.add(c.source));
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "accepting a connection from " + request.remoteAddress() + " failed", e);
+                try {
+                    request.reject(Handshake.rejection("the server could not accept: " + e.getMessage()));
+                } catch (RuntimeException ignored) {
+                    // the request may be gone already
+                }
+                c.failConnect(e instanceof RdmaException r ? r : new RdmaException(e.toString(), e));
+            }
+        }
+
+        @Override
+        public void onEstablished(CmEndpoint endpoint, byte[] privateData) {
+            if (!(endpoint.attachment() instanceof Connection c)) {
+                return;
+            }
+            if (c.server != null) {
+                c.server.add(c);
+                c.established(c.pendingPeer);
+                c.io.execute(() -> {
+                    try {
+                        c.server.onAccept.accept(c);
+                    } catch (RuntimeException e) {
+                        LOG.log(System.Logger.Level.WARNING, "the accept callback threw", e);
+                    }
+                });
+            } else {
+                c.established(Handshake.decode(privateData));
+            }
+        }
+
+        @Override
+        public void onRejected(CmEndpoint endpoint, int status, byte[] privateData) {
+            if (endpoint.attachment() instanceof Connection c) {
+                String reason = Handshake.rejectionReason(privateData);
+                c.failConnect(new dev.jrdma.exceptions.ConnectionRejectedException("connection to " + c.remoteAddress()
+                        + " was refused: " + (reason != null ? reason : "rejected by the peer (status " + status
+                        + "; nothing listens there, or the peer rejected it)")));
+            }
+        }
+
+        @Override
+        public void onError(CmEndpoint endpoint, String what, int status) {
+            if (endpoint.attachment() instanceof Connection c) {
+                c.failConnect(new RdmaException("connecting to " + c.remoteAddress() + " failed: " + what));
+            }
+        }
+
+        @Override
+        public void onDisconnected(CmEndpoint endpoint) {
+            if (endpoint.attachment() instanceof Connection c) {
+                c.io.execute(c::peerDisconnected);
+            }
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("this Rdma instance is closed");
+        }
+    }
+
+    /** Closes every server, connection and region it made, then its IO threads and the device. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (RdmaServer s : List.copyOf(servers)) {
+            s.close();
+        }
+        for (Connection c : List.copyOf(connections)) {
+            try {
+                c.close();
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "closing " + c, e);
+            }
+        }
+        CompletableFuture<Void> cmClosed = new CompletableFuture<>();
+        io[0].execute(() -> {
+            cm.close();
+            cmClosed.complete(null);
+        });
+        Connection.await(cmClosed);
+        for (IoThread t : io) {
+            t.close();
+        }
+        for (CompletionChannel ch : channels) {
+            ch.close();
+        }
+        for (LocalRegion r : List.copyOf(regions)) {
+            r.close();
+        }
+        device.close();
+    }
+
+    /** How an {@link Rdma} is made. Setters return this; {@link #build()} checks and opens. */
+    public static final class Builder {
+        private String provider = "auto";
+        private String device;
+        private CompletionMode completionMode = CompletionMode.ADAPTIVE;
+        private int ioThreads = 1;
+
+        private Builder() {
+        }
+
+        /** "auto" (default), "verbs"; "tcp" and "shm" are not in this build yet. */
+        public Builder provider(String name) {
+            provider = Objects.requireNonNull(name, "provider");
+            return this;
+        }
+
+        /** The device name, e.g. "rxe0"; default: the first with an active port. */
+        public Builder device(String name) {
+            device = name;
+            return this;
+        }
+
+        public Builder completionMode(CompletionMode mode) {
+            completionMode = Objects.requireNonNull(mode, "completionMode");
+            return this;
+        }
+
+        /** IO threads connections are spread over (default 1: the single-thread IO model). */
+        public Builder ioThreads(int n) {
+            if (n < 1 || n > 256) {
+                throw new IllegalArgumentException("ioThreads must be in 1..256, not " + n);
+            }
+            ioThreads = n;
+            return this;
+        }
+
+        Provider chooseProvider() {
+            List<Provider> all = Providers.all();
+            List<String> why = new ArrayList<>();
+            for (Provider p : all) {
+                boolean wanted = provider.equals("auto") ? p.name().equals("verbs") : p.name().equals(provider);
+                if (!wanted) {
+                    continue;
+                }
+                ProviderUnavailableException cause = p.unavailabilityCause();
+                if (cause == null) {
+                    return p;
+                }
+                throw cause;
+            }
+            for (Provider p : all) {
+                why.add(p.name());
+            }
+            throw new ProviderUnavailableException(provider, provider.equals("tcp") || provider.equals("shm")
+                    ? "the software providers (tcp, shm) are not in this build yet; providers here: " + why
+                    : "no such provider; providers here: " + why);
+        }
+
+        public Rdma build() {
+            return new Rdma(this);
+        }
+    }
+}

@@ -1,0 +1,10 @@
+package dev.jrdma.exceptions;
+
+/** The peer refused the connection (nobody listening, wrong auth token, server closing); the message says which. */
+public class ConnectionRejectedException extends RdmaException {
+    private static final long serialVersionUID = 1L;
+
+    public ConnectionRejectedException(String message) {
+        super(message);
+    }
+}

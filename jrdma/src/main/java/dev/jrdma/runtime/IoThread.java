@@ -1,0 +1,214 @@
+package dev.jrdma.runtime;
+
+import dev.jrdma.provider.verbs.ffi.LibC;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
+
+/**
+ * One IO thread: it runs control tasks handed to it, polls its work sources (completion queues,
+ * the connection manager) and, when they have nothing, waits as its {@link CompletionMode} says.
+ * Like Agrona's agents, every pass counts the work it did, and only a pass with none idles.
+ *
+ * <p>Sources and tasks run on this thread only, so they need no locks among themselves. Other
+ * threads reach it through {@link #execute}, which wakes it through an eventfd.
+ */
+public final class IoThread implements AutoCloseable {
+    /** A work source polled every pass. */
+    public interface Source {
+        /** Does what work there is, without blocking; returns how much (0: none). */
+        int poll();
+
+        /** Before the thread sleeps (EVENT/ADAPTIVE): ask for an event at the next completion. */
+        default void arm() {
+        }
+    }
+
+    /** Passes with no work before ADAPTIVE sleeps (each a few hundred ns: tens of µs of spinning). */
+    static final int ADAPTIVE_SPIN_PASSES = 2_000;
+    /** The longest sleep: timed checks (deadlines) run at least this often. */
+    static final int MAX_SLEEP_MS = 50;
+
+    private final String name;
+    private final CompletionMode mode;
+    private final Thread thread;
+    private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final List<Source> sources = new ArrayList<>();
+    private final List<IntSupplier> timers = new ArrayList<>();
+    private final int wakeFd;
+    private final int[] eventFds;
+    private final Runnable onEventFdsReadable;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment pollfds;
+    private final MemorySegment wakeBuf = arena.allocate(8);
+    private final ThreadLocal<MemorySegment> signalBuf = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(8));
+    private volatile boolean running = true;
+    private volatile boolean sleeping;
+    private boolean fdClosed;
+    private final CompletableFuture<Void> stopped = new CompletableFuture<>();
+
+    /**
+     * @param eventFds           fds whose readability ends a sleep (completion channel, cm events)
+     * @param onEventFdsReadable run after a sleep that one of them ended (e.g. acknowledge CQ events)
+     */
+    public IoThread(String name, CompletionMode mode, int[] eventFds, Runnable onEventFdsReadable) {
+        this.name = name;
+        this.mode = mode;
+        this.eventFds = eventFds.clone();
+        this.onEventFdsReadable = onEventFdsReadable;
+        this.wakeFd = LibC.eventFd();
+        this.pollfds = arena.allocate(LibC.POLLFD, eventFds.length + 1);
+        this.thread = Thread.ofPlatform().name(name).daemon(true).unstarted(this::run);
+        thread.start();
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public boolean inThisThread() {
+        return Thread.currentThread() == thread;
+    }
+
+    /** Runs {@code task} on this thread soon (at once if called on it). */
+    public void execute(Runnable task) {
+        if (inThisThread()) {
+            task.run();
+            return;
+        }
+        if (!running) {
+            throw new IllegalStateException(name + " is closed");
+        }
+        tasks.add(task);
+        if (sleeping) {
+            wake();
+        }
+    }
+
+    /** Signals the eventfd unless the thread has already closed it (the lock orders the two). */
+    private synchronized void wake() {
+        if (!fdClosed) {
+            LibC.eventFdSignal(wakeFd, signalBuf.get());
+        }
+    }
+
+    private synchronized void closeFd() {
+        fdClosed = true;
+        LibC.close(wakeFd);
+    }
+
+    /** Adds a source; on this thread. */
+    public void add(Source source) {
+        sources.add(source);
+    }
+
+    /** Removes a source; on this thread. */
+    public void remove(Source source) {
+        sources.remove(source);
+    }
+
+    /** A check run every pass with work and at least every {@value #MAX_SLEEP_MS} ms (deadlines); on this thread. */
+    public void addTimer(IntSupplier timer) {
+        timers.add(timer);
+    }
+
+    private void run() {
+        int idlePasses = 0;
+        try {
+            while (running) {
+                int work = runTasks();
+                for (int i = 0; i < sources.size(); i++) {
+                    work += sources.get(i).poll();
+                }
+                if (work > 0) {
+                    idlePasses = 0;
+                    continue;
+                }
+                idlePasses++;
+                if ((idlePasses & 1023) == 0) {
+                    for (IntSupplier t : timers) {
+                        t.getAsInt();
+                    }
+                }
+                if (mode == CompletionMode.POLLING || (mode == CompletionMode.ADAPTIVE && idlePasses < ADAPTIVE_SPIN_PASSES)) {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                sleep();
+                for (IntSupplier t : timers) {
+                    t.getAsInt();
+                }
+                idlePasses = 0;
+            }
+        } finally {
+            runTasks();
+            closeFd();
+            arena.close();
+            stopped.complete(null);
+        }
+    }
+
+    private int runTasks() {
+        int n = 0;
+        Runnable r;
+        while ((r = tasks.poll()) != null) {
+            n++;
+            try {
+                r.run();
+            } catch (Throwable t) {
+                System.getLogger("dev.jrdma").log(System.Logger.Level.ERROR, name + ": a task failed", t);
+            }
+        }
+        return n;
+    }
+
+    /** Arms every source, looks once more (a completion may have come before the arm), then sleeps in poll(2). */
+    private void sleep() {
+        for (int i = 0; i < sources.size(); i++) {
+            sources.get(i).arm();
+        }
+        sleeping = true;
+        try {
+            int again = tasks.isEmpty() ? 0 : 1;
+            for (int i = 0; i < sources.size() && again == 0; i++) {
+                again += sources.get(i).poll();
+            }
+            if (again > 0 || !running) {
+                return;
+            }
+            LibC.pollEntry(pollfds, 0, wakeFd);
+            for (int i = 0; i < eventFds.length; i++) {
+                LibC.pollEntry(pollfds, i + 1, eventFds[i]);
+            }
+            LibC.poll(pollfds, eventFds.length + 1, MAX_SLEEP_MS);
+        } finally {
+            sleeping = false;
+        }
+        LibC.eventFdDrain(wakeFd, wakeBuf);
+        onEventFdsReadable.run();
+    }
+
+    /** Stops the thread after the tasks already handed to it, and waits up to 10 s for it. */
+    @Override
+    public void close() {
+        if (!running) {
+            return;
+        }
+        running = false;
+        wake();
+        if (!inThisThread()) {
+            try {
+                stopped.get(10, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                throw new IllegalStateException(name + " did not stop within 10 s", e);
+            }
+        }
+    }
+}

@@ -1,0 +1,91 @@
+package dev.jrdma;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.jrdma.spi.DeviceCapabilities;
+
+import java.time.Duration;
+
+import org.junit.jupiter.api.Test;
+
+/** The API's value types without a device: descriptors, configs, the connection handshake. */
+class ApiValuesTest {
+    private static final DeviceCapabilities RXE = new DeviceCapabilities(1 << 20, 32, 32767, 128, 128, -1L, true,
+            false, true, false);
+
+    @Test
+    void remoteRegionDescriptorRoundTripsAndRejectsMalformedInput() {
+        RemoteRegion r = new RemoteRegion(0x7f00_1234_5000L, 8192, 0x1234, Access.REMOTE_READ.bit);
+        byte[] d = r.toDescriptor();
+        assertEquals(32, d.length);
+        RemoteRegion back = RemoteRegion.fromDescriptor(d);
+        assertEquals(r, back);
+        assertTrue(back.allows(Access.REMOTE_READ));
+        assertFalse(back.allows(Access.REMOTE_WRITE));
+        assertEquals(new RemoteRegion(0x7f00_1234_5100L, 16, 0x1234, Access.REMOTE_READ.bit), r.slice(256, 16));
+        assertThrows(IndexOutOfBoundsException.class, () -> r.slice(8190, 16));
+
+        IllegalArgumentException len = assertThrows(IllegalArgumentException.class, () -> RemoteRegion.fromDescriptor(new byte[31]));
+        assertTrue(len.getMessage().contains("32 bytes, not 31"), len.getMessage());
+        byte[] badMagic = d.clone();
+        badMagic[0] = 'X';
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> RemoteRegion.fromDescriptor(badMagic))
+                .getMessage().contains("magic"));
+        byte[] flipped = d.clone();
+        flipped[10] ^= 1;
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> RemoteRegion.fromDescriptor(flipped))
+                .getMessage().contains("checksum"));
+        assertTrue(RemoteRegion.of(1, 2, 3).allows(Access.REMOTE_ATOMIC), "a raw region's access is the device's to check");
+    }
+
+    @Test
+    void configRefusesOutOfRangeValuesNamingTheField() {
+        IllegalArgumentException rnr = assertThrows(IllegalArgumentException.class, () -> ConnectionConfig.builder().rnrRetry(7));
+        assertTrue(rnr.getMessage().contains("forever"), rnr.getMessage());
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> ConnectionConfig.builder().sendQueueDepth(0))
+                .getMessage().startsWith("sendQueueDepth"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> ConnectionConfig.builder().retryCount(8))
+                .getMessage().startsWith("retryCount"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> ConnectionConfig.builder().timeout(Duration.ZERO))
+                .getMessage().startsWith("timeout"));
+        IllegalArgumentException big = assertThrows(IllegalArgumentException.class,
+                () -> ConnectionConfig.builder().privateData(new byte[40]).authToken(new byte[10]).build());
+        assertTrue(big.getMessage().contains("44 bytes"), big.getMessage());
+    }
+
+    @Test
+    void configIsCheckedAgainstTheDevice() {
+        assertEquals(128, ConnectionConfig.defaults().rdAtomicFor(RXE), "maxRdAtomic defaults to the device's");
+        assertEquals(4, ConnectionConfig.builder().maxRdAtomic(4).build().rdAtomicFor(RXE));
+        ConnectionConfig.defaults().validateFor(RXE, "rxe0");
+        IllegalArgumentException rd = assertThrows(IllegalArgumentException.class,
+                () -> ConnectionConfig.builder().maxRdAtomic(200).build().validateFor(RXE, "rxe0"));
+        assertTrue(rd.getMessage().contains("rxe0's limit 128"), rd.getMessage());
+        IllegalArgumentException cqe = assertThrows(IllegalArgumentException.class,
+                () -> ConnectionConfig.builder().sendQueueDepth(30000).receiveQueueDepth(3000).build().validateFor(RXE, "rxe0"));
+        assertTrue(cqe.getMessage().contains("max_cqe"), cqe.getMessage());
+    }
+
+    @Test
+    void handshakeRoundTripsAndIgnoresForeignPrivateData() {
+        ConnectionConfig c = ConnectionConfig.builder().receiveBufferSize(1000).receiveQueueDepth(7)
+                .authToken(new byte[] {1, 2, 3}).privateData(new byte[] {9}).build();
+        byte[] wire = Handshake.of(c).encode();
+        byte[] padded = java.util.Arrays.copyOf(wire, 56);   // rdma_cm pads to its size
+        Handshake h = Handshake.decode(padded);
+        assertEquals(1000, h.receiveBufferSize());
+        assertEquals(7, h.receiveDepth());
+        assertArrayEquals(new byte[] {1, 2, 3}, h.token());
+        assertArrayEquals(new byte[] {9}, h.data());
+        assertSame(Handshake.UNKNOWN, Handshake.decode(new byte[56]), "a C peer's zeros");
+        assertSame(Handshake.UNKNOWN, Handshake.decode("hello".getBytes()));
+        assertEquals("bad token", Handshake.rejectionReason(java.util.Arrays.copyOf(Handshake.rejection("bad token"), 148)));
+        assertNull(Handshake.rejectionReason(new byte[148]));
+    }
+}

@@ -1,0 +1,36 @@
+package dev.jrdma;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.net.InetSocketAddress;
+
+/** The two Soft-RoCE ends (scripts/softroce-vm sets JRDMA_VM_*), or real NICs' (JRDMA_VERBS_*). */
+final class VerbsTestAddresses {
+    private static int nextPort = 9000 + (int) (ProcessHandle.current().pid() % 500) * 8;
+
+    private VerbsTestAddresses() {
+    }
+
+    static String serverDevice() {
+        return env("JRDMA_VERBS_SERVER_DEVICE", "JRDMA_VM_DEV0");
+    }
+
+    static String clientDevice() {
+        return env("JRDMA_VERBS_CLIENT_DEVICE", "JRDMA_VM_DEV1");
+    }
+
+    static synchronized InetSocketAddress nextServerAddress() {
+        return new InetSocketAddress(env("JRDMA_VERBS_SERVER_IP", "JRDMA_VM_IP0"), nextPort++);
+    }
+
+    private static String env(String name, String vmName) {
+        String v = System.getenv(name);
+        if (v == null || v.isBlank()) {
+            v = System.getenv(vmName);
+        }
+        if (v == null || v.isBlank()) {
+            fail("the verbs suite needs " + name + " (or " + vmName + ", set by scripts/softroce-vm): run it with scripts/verbs-suite");
+        }
+        return v;
+    }
+}
