@@ -111,11 +111,6 @@ final class VerbsCmEndpoint implements CmEndpoint {
         }
     }
 
-    /** On DISCONNECTED from the peer: answer its DREQ (rdma_disconnect sends the DREP). */
-    void answerDisconnect() {
-        disconnect();
-    }
-
     @Override
     public Object attachment() {
         return attachment;

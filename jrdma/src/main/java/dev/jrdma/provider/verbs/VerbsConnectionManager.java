@@ -175,7 +175,7 @@ final class VerbsConnectionManager implements ConnectionManager {
             case RdmaCmEvent.ADDR_ERROR, RdmaCmEvent.ROUTE_ERROR, RdmaCmEvent.CONNECT_ERROR, RdmaCmEvent.UNREACHABLE ->
                     handler.onError(ep, RdmaCmEvent.name(type) + " (status " + status + ")", status);
             case RdmaCmEvent.DISCONNECTED, RdmaCmEvent.DEVICE_REMOVAL -> {
-                ep.answerDisconnect();
+                ep.disconnect();   // answers the peer's DREQ: rdma_disconnect sends the DREP it waits for
                 handler.onDisconnected(ep);
             }
             default -> {
