@@ -4,6 +4,7 @@ import dev.jrdma.exceptions.ConnectionClosedException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.RdmaTimeoutException;
 import dev.jrdma.exceptions.RemoteAccessException;
+import dev.jrdma.exceptions.UnsupportedCapabilityException;
 import dev.jrdma.exceptions.WorkCompletionException;
 import dev.jrdma.runtime.IoThread;
 import dev.jrdma.spi.AccessFlags;
@@ -21,6 +22,7 @@ import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.nio.channels.CompletionHandler;
 import java.util.ArrayDeque;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -47,7 +49,10 @@ import java.util.function.Consumer;
 public final class Connection implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("dev.jrdma");
     private static final long RECV_FLAG = 1L << 62;
-    private static final byte VOID_FUTURE = 1, LONG_FUTURE = 2, VOID_HANDLER = 3, LONG_HANDLER = 4;
+    /** What completes an operation: the kind of its completion object. */
+    private static final byte VOID_FUTURE = 1, LONG_FUTURE = 2, VOID_HANDLER = 3, LONG_HANDLER = 4, BATCH_MEMBER = 5;
+    /** Emulated atomics: a compare-and-swap loop on one slot (see MaskedAtomics). */
+    static final byte EMU_NONE = 0, EMU_MASKED_CAS = 1, EMU_MASKED_FAA = 2, EMU_ATOMIC_WRITE = 3;
 
     private final Rdma rdma;
     final IoThread io;
@@ -82,6 +87,13 @@ public final class Connection implements AutoCloseable {
     private final Object[] futures;
     private final Object[] attachments;
     private int waitingForSlot;
+    // Per slot: a batch member's index (argA), or an emulated atomic's arguments and state.
+    private final byte[] emu;
+    private final long[] argA, argB, argC, argD, expected, emuDeadline;
+    private final RemoteRegion[] emuRemote;
+    // The slots in the order they were posted: the send queue completes in this order.
+    private final int[] ring;
+    private int ringHead, ringCount;
 
     // Received messages nobody took yet, and receive() calls waiting for one. Guarded by themselves.
     private final ArrayDeque<Message> undelivered = new ArrayDeque<>();
@@ -124,6 +136,15 @@ public final class Connection implements AutoCloseable {
         opcodeOf = new byte[depth];
         futures = new Object[depth];
         attachments = new Object[depth];
+        emu = new byte[depth];
+        argA = new long[depth];
+        argB = new long[depth];
+        argC = new long[depth];
+        argD = new long[depth];
+        expected = new long[depth];
+        emuDeadline = new long[depth];
+        emuRemote = new RemoteRegion[depth];
+        ring = new int[depth];
     }
 
     // ---------------------------------------------------------------- set-up (IO / CM thread)
@@ -172,6 +193,10 @@ public final class Connection implements AutoCloseable {
     }
 
     // ---------------------------------------------------------------- information
+
+    private String deviceName() {
+        return rdma.deviceName();
+    }
 
     public ConnectionState state() {
         return state;
@@ -222,12 +247,30 @@ public final class Connection implements AutoCloseable {
 
     /** Sends {@code buf} as one message; the peer receives it in a posted receive. */
     public CompletableFuture<Void> send(LocalRegion buf) {
-        return voidOp(QueuePair.WR_SEND, buf, null, 0);
+        return futureOp(QueuePair.WR_SEND, buf, null, 0, 0, 0, VOID_FUTURE);
+    }
+
+    /** Allocation-free form of {@link #send(LocalRegion)}: {@code handler} gets null on success. */
+    public <A> void send(LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler) {
+        handlerOp(QueuePair.WR_SEND, buf, null, 0, 0, 0, attachment, handler, VOID_HANDLER);
+    }
+
+    /** {@link #send(LocalRegion)}, waiting in the caller. */
+    public void sendSync(LocalRegion buf) {
+        syncVoid(QueuePair.WR_SEND, buf, null, 0, 0, 0);
     }
 
     /** Sends {@code buf} with a 32-bit immediate value the receiver sees in {@link Message#imm()}. */
     public CompletableFuture<Void> sendWithImm(int imm, LocalRegion buf) {
-        return voidOp(QueuePair.WR_SEND_WITH_IMM, buf, null, imm);
+        return futureOp(QueuePair.WR_SEND_WITH_IMM, buf, null, imm, 0, 0, VOID_FUTURE);
+    }
+
+    public <A> void sendWithImm(int imm, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler) {
+        handlerOp(QueuePair.WR_SEND_WITH_IMM, buf, null, imm, 0, 0, attachment, handler, VOID_HANDLER);
+    }
+
+    public void sendWithImmSync(int imm, LocalRegion buf) {
+        syncVoid(QueuePair.WR_SEND_WITH_IMM, buf, null, imm, 0, 0);
     }
 
     /**
@@ -265,7 +308,7 @@ public final class Connection implements AutoCloseable {
 
     /** Writes all of {@code buf} to the start of {@code remote}. */
     public CompletableFuture<Void> write(LocalRegion buf, RemoteRegion remote) {
-        return voidOp(QueuePair.WR_RDMA_WRITE, buf, remote, 0);
+        return futureOp(QueuePair.WR_RDMA_WRITE, buf, remote, 0, 0, 0, VOID_FUTURE);
     }
 
     /** Allocation-free form of {@link #write(LocalRegion, RemoteRegion)}: {@code handler} gets null on success. */
@@ -273,19 +316,28 @@ public final class Connection implements AutoCloseable {
         handlerOp(QueuePair.WR_RDMA_WRITE, buf, remote, 0, 0, 0, attachment, handler, VOID_HANDLER);
     }
 
-    /** {@link #write} and then wait for it, in the caller. */
+    /** {@link #write(LocalRegion, RemoteRegion)}, waiting in the caller. */
     public void writeSync(LocalRegion buf, RemoteRegion remote) {
-        await(write(buf, remote));
+        syncVoid(QueuePair.WR_RDMA_WRITE, buf, remote, 0, 0, 0);
     }
 
     /** Writes {@code buf} to {@code remote}; the peer gets a message with {@code imm} and the byte count. */
     public CompletableFuture<Void> writeWithImm(LocalRegion buf, RemoteRegion remote, int imm) {
-        return voidOp(QueuePair.WR_RDMA_WRITE_WITH_IMM, buf, remote, imm);
+        return futureOp(QueuePair.WR_RDMA_WRITE_WITH_IMM, buf, remote, imm, 0, 0, VOID_FUTURE);
+    }
+
+    public <A> void writeWithImm(LocalRegion buf, RemoteRegion remote, int imm, A attachment,
+                                 CompletionHandler<Void, ? super A> handler) {
+        handlerOp(QueuePair.WR_RDMA_WRITE_WITH_IMM, buf, remote, imm, 0, 0, attachment, handler, VOID_HANDLER);
+    }
+
+    public void writeWithImmSync(LocalRegion buf, RemoteRegion remote, int imm) {
+        syncVoid(QueuePair.WR_RDMA_WRITE_WITH_IMM, buf, remote, imm, 0, 0);
     }
 
     /** Reads {@code buf.length()} bytes from the start of {@code remote} into {@code buf}. */
     public CompletableFuture<Void> read(RemoteRegion remote, LocalRegion buf) {
-        return voidOp(QueuePair.WR_RDMA_READ, buf, remote, 0);
+        return futureOp(QueuePair.WR_RDMA_READ, buf, remote, 0, 0, 0, VOID_FUTURE);
     }
 
     public <A> void read(RemoteRegion remote, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler) {
@@ -293,40 +345,277 @@ public final class Connection implements AutoCloseable {
     }
 
     public void readSync(RemoteRegion remote, LocalRegion buf) {
-        await(read(remote, buf));
+        syncVoid(QueuePair.WR_RDMA_READ, buf, remote, 0, 0, 0);
     }
+
+    // ---------------------------------------------------------------- atomics
 
     /** 8-byte compare-and-swap at the start of {@code remote}; completes with the prior value. */
     public CompletableFuture<Long> compareAndSwap(RemoteRegion remote, long expected, long desired) {
-        return longOp(QueuePair.WR_ATOMIC_CMP_AND_SWP, remote, expected, desired);
+        return futureOp(QueuePair.WR_ATOMIC_CMP_AND_SWP, null, remote, 0, expected, desired, LONG_FUTURE);
+    }
+
+    public <A> void compareAndSwap(RemoteRegion remote, long expected, long desired, A attachment,
+                                   CompletionHandler<Long, ? super A> handler) {
+        handlerOp(QueuePair.WR_ATOMIC_CMP_AND_SWP, null, remote, 0, expected, desired, attachment, handler, LONG_HANDLER);
+    }
+
+    public long compareAndSwapSync(RemoteRegion remote, long expected, long desired) {
+        return syncLong(QueuePair.WR_ATOMIC_CMP_AND_SWP, remote, expected, desired);
     }
 
     /** 8-byte fetch-and-add at the start of {@code remote}; completes with the prior value. */
     public CompletableFuture<Long> fetchAndAdd(RemoteRegion remote, long delta) {
-        return longOp(QueuePair.WR_ATOMIC_FETCH_AND_ADD, remote, delta, 0);
+        return futureOp(QueuePair.WR_ATOMIC_FETCH_AND_ADD, null, remote, 0, delta, 0, LONG_FUTURE);
     }
 
     public <A> void fetchAndAdd(RemoteRegion remote, long delta, A attachment, CompletionHandler<Long, ? super A> handler) {
         handlerOp(QueuePair.WR_ATOMIC_FETCH_AND_ADD, null, remote, 0, delta, 0, attachment, handler, LONG_HANDLER);
     }
 
-    public long compareAndSwapSync(RemoteRegion remote, long expected, long desired) {
-        return await(compareAndSwap(remote, expected, desired));
+    public long fetchAndAddSync(RemoteRegion remote, long delta) {
+        return syncLong(QueuePair.WR_ATOMIC_FETCH_AND_ADD, remote, delta, 0);
     }
 
-    public long fetchAndAddSync(RemoteRegion remote, long delta) {
-        return await(fetchAndAdd(remote, delta));
+    /**
+     * Masked compare-and-swap on the 8 bytes at the start of {@code remote}: if
+     * {@code (prior & compareMask) == (compare & compareMask)}, the bits of {@code swapMask} become
+     * those of {@code swap} and the others stay. Completes with the prior value.
+     *
+     * <p>Where the device has no masked atomics (no upstream verbs device exposes them; see
+     * {@link dev.jrdma.spi.DeviceCapabilities#maskedAtomics()}) this is emulated with a
+     * compare-and-swap loop, see {@link MaskedAtomics} for exactly what is atomic.
+     */
+    public CompletableFuture<Long> maskedCompareAndSwap(RemoteRegion remote, long compare, long compareMask, long swap,
+                                                        long swapMask) {
+        CompletableFuture<Long> f = new CompletableFuture<>();
+        try {
+            postEmulated(EMU_MASKED_CAS, "maskedCompareAndSwap", remote, compare, compareMask, swap, swapMask, LONG_FUTURE, f, null);
+        } catch (RuntimeException e) {
+            f.completeExceptionally(e);
+        }
+        return f;
+    }
+
+    public <A> void maskedCompareAndSwap(RemoteRegion remote, long compare, long compareMask, long swap, long swapMask,
+                                         A attachment, CompletionHandler<Long, ? super A> handler) {
+        try {
+            postEmulated(EMU_MASKED_CAS, "maskedCompareAndSwap", remote, compare, compareMask, swap, swapMask, LONG_HANDLER,
+                    handler, attachment);
+        } catch (RuntimeException e) {
+            handler.failed(e, attachment);
+        }
+    }
+
+    public long maskedCompareAndSwapSync(RemoteRegion remote, long compare, long compareMask, long swap, long swapMask) {
+        SyncWaiter w = SyncWaiter.forThisThread(io);
+        try {
+            postEmulated(EMU_MASKED_CAS, "maskedCompareAndSwap", remote, compare, compareMask, swap, swapMask, LONG_HANDLER, w, null);
+        } catch (RuntimeException e) {
+            w.reset();
+            throw e;
+        }
+        return w.await(this);
+    }
+
+    /**
+     * Masked fetch-and-add on the 8 bytes at the start of {@code remote}: the word is a set of
+     * fields, each ending at a set bit of {@code fieldBoundaryMask} (its most significant bit),
+     * and {@code add} is added field by field, a carry never crossing into the next field.
+     * Completes with the prior value. Emulated like {@link #maskedCompareAndSwap}.
+     */
+    public CompletableFuture<Long> maskedFetchAndAdd(RemoteRegion remote, long add, long fieldBoundaryMask) {
+        CompletableFuture<Long> f = new CompletableFuture<>();
+        try {
+            postEmulated(EMU_MASKED_FAA, "maskedFetchAndAdd", remote, add, fieldBoundaryMask, 0, 0, LONG_FUTURE, f, null);
+        } catch (RuntimeException e) {
+            f.completeExceptionally(e);
+        }
+        return f;
+    }
+
+    public <A> void maskedFetchAndAdd(RemoteRegion remote, long add, long fieldBoundaryMask, A attachment,
+                                      CompletionHandler<Long, ? super A> handler) {
+        try {
+            postEmulated(EMU_MASKED_FAA, "maskedFetchAndAdd", remote, add, fieldBoundaryMask, 0, 0, LONG_HANDLER, handler, attachment);
+        } catch (RuntimeException e) {
+            handler.failed(e, attachment);
+        }
+    }
+
+    public long maskedFetchAndAddSync(RemoteRegion remote, long add, long fieldBoundaryMask) {
+        SyncWaiter w = SyncWaiter.forThisThread(io);
+        try {
+            postEmulated(EMU_MASKED_FAA, "maskedFetchAndAdd", remote, add, fieldBoundaryMask, 0, 0, LONG_HANDLER, w, null);
+        } catch (RuntimeException e) {
+            w.reset();
+            throw e;
+        }
+        return w.await(this);
+    }
+
+    /**
+     * Writes {@code value} to the 8-byte aligned word at the start of {@code remote}, atomically
+     * with respect to the other atomics on it: no reader through an atomic sees half of it. The
+     * verbs devices here have no native atomic write ({@code IBV_WR_ATOMIC_WRITE} needs rdma-core
+     * 45 and a device that has it), so it is a compare-and-swap loop (see {@link MaskedAtomics}).
+     */
+    public CompletableFuture<Void> atomicWrite(RemoteRegion remote, long value) {
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        try {
+            postEmulated(EMU_ATOMIC_WRITE, "atomicWrite", remote, value, 0, 0, 0, VOID_FUTURE, f, null);
+        } catch (RuntimeException e) {
+            f.completeExceptionally(e);
+        }
+        return f;
+    }
+
+    public <A> void atomicWrite(RemoteRegion remote, long value, A attachment, CompletionHandler<Void, ? super A> handler) {
+        try {
+            postEmulated(EMU_ATOMIC_WRITE, "atomicWrite", remote, value, 0, 0, 0, VOID_HANDLER, handler, attachment);
+        } catch (RuntimeException e) {
+            handler.failed(e, attachment);
+        }
+    }
+
+    public void atomicWriteSync(RemoteRegion remote, long value) {
+        SyncWaiter w = SyncWaiter.forThisThread(io);
+        try {
+            postEmulated(EMU_ATOMIC_WRITE, "atomicWrite", remote, value, 0, 0, 0, VOID_HANDLER, w, null);
+        } catch (RuntimeException e) {
+            w.reset();
+            throw e;
+        }
+        w.await(this);
+    }
+
+    // ---------------------------------------------------------------- flush
+
+    /**
+     * Completes once every write this connection posted before it to {@code remote}'s memory is
+     * there: {@link FlushType#VISIBILITY}, visible to the peer's CPU; {@link FlushType#PERSISTENT},
+     * also persistent, which only a peer that declared direct write to persistent memory
+     * ({@link LocalRegion#declareDirectWriteToPmem()}) can promise: towards any other it fails with
+     * {@link UnsupportedCapabilityException}.
+     *
+     * <p>As librpma does on devices without {@code IBV_WR_FLUSH}, it is a 1-byte RDMA read of
+     * {@code remote} after the writes (the responder answers a read only after placing the
+     * writes before it), so the region must grant {@link Access#REMOTE_READ}.
+     */
+    public CompletableFuture<Void> flush(RemoteRegion remote, FlushType type) {
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        try {
+            postFlush(remote, type, VOID_FUTURE, f, null);
+        } catch (RuntimeException e) {
+            f.completeExceptionally(e);
+        }
+        return f;
+    }
+
+    public <A> void flush(RemoteRegion remote, FlushType type, A attachment, CompletionHandler<Void, ? super A> handler) {
+        try {
+            postFlush(remote, type, VOID_HANDLER, handler, attachment);
+        } catch (RuntimeException e) {
+            handler.failed(e, attachment);
+        }
+    }
+
+    public void flushSync(RemoteRegion remote, FlushType type) {
+        SyncWaiter w = SyncWaiter.forThisThread(io);
+        try {
+            postFlush(remote, type, VOID_HANDLER, w, null);
+        } catch (RuntimeException e) {
+            w.reset();
+            throw e;
+        }
+        w.await(this);
+    }
+
+    private void postFlush(RemoteRegion remote, FlushType type, byte k, Object completion, Object attachment) {
+        Objects.requireNonNull(remote, "remote");
+        Objects.requireNonNull(type, "type");
+        if (type == FlushType.PERSISTENT && !remote.directWriteToPmem()) {
+            throw new UnsupportedCapabilityException("PERSISTENT flush", deviceName(),
+                    "the owner of " + remote + " did not declare direct write to persistent memory; "
+                            + "only VISIBILITY can be promised towards it");
+        }
+        if (!remote.allows(Access.REMOTE_READ)) {
+            throw new RemoteAccessException("flush of " + remote, "not attempted: a flush is a read after the writes, "
+                    + "and the region's descriptor does not grant REMOTE_READ");
+        }
+        checkUsable("flush");
+        synchronized (postLock) {
+            awaitRoom(1, "flush");
+            int slot = takeSlot(k, QueuePair.WR_RDMA_READ, completion, attachment);
+            postSingle(slot, QueuePair.WR_RDMA_READ, scratchAddress(slot), remote.length() == 0 ? 0 : 1,
+                    scratchMr.lkey(), remote, 0, 0, 0, "flush");
+        }
+    }
+
+    // ---------------------------------------------------------------- batches
+
+    /** A chain of operations posted with one doorbell; see {@link Batch}. */
+    public Batch batch() {
+        return new Batch(this);
+    }
+
+    /**
+     * Posts a batch: all its slots are taken at once, every request but the last is unsignaled,
+     * and the chain goes to the device in one call. In RC the send queue completes in order, so
+     * the last one's completion tells that all before it are done (see {@link #onCompletion}).
+     */
+    void submit(Batch b, BatchCompletion bc) {
+        int n = b.size();
+        if (n == 0) {
+            bc.finish(null);
+            return;
+        }
+        if (n > config.sendQueueDepth()) {
+            throw new IllegalArgumentException("a batch of " + n + " operations does not fit the send queue of "
+                    + config.sendQueueDepth() + " (ConnectionConfig.sendQueueDepth): split it");
+        }
+        for (int i = 0; i < n; i++) {
+            validate(b.opcode[i], b.local[i], b.remote[i]);
+        }
+        checkUsable("batch");
+        synchronized (postLock) {
+            awaitRoom(n, "batch");
+            for (int i = 0; i < n; i++) {
+                int op = b.opcode[i];
+                int slot = takeSlot(BATCH_MEMBER, op, bc, null);
+                argA[slot] = i;
+                boolean atomic = isAtomic(op);
+                LocalRegion buf = b.local[i];
+                RemoteRegion remote = b.remote[i];
+                qp.stage(i, slot, op, i == n - 1 ? QueuePair.SEND_SIGNALED : 0,
+                        atomic ? scratchAddress(slot) : buf.address(), atomic ? 8 : (int) buf.length(),
+                        atomic ? scratchMr.lkey() : buf.lkey(), remote == null ? 0 : remote.address(),
+                        remote == null ? 0 : remote.rkey(), b.compareAdd[i], b.swap[i], b.imm[i]);
+                ringPush(slot);
+            }
+            int rc = qp.postStaged(n);
+            if (rc != 0) {
+                int posted = qp.firstUnposted();
+                RdmaException e = new RdmaException("batch: ibv_post_send failed with errno " + rc + " at operation "
+                        + posted + " of " + n + " (" + opName(b.opcode[posted]) + "; the QP is "
+                        + QueuePair.stateName(qp.queryState()) + ")");
+                // The ones not posted leave the ring (they were pushed last) and fail now; those
+                // posted before them complete as usual. An unsignaled tail would never be reported,
+                // so then the connection is put in error, which flushes them.
+                for (int i = n - 1; i >= posted; i--) {
+                    int slot = ringPopTail();
+                    freeSlot(slot);
+                    bc.member(i, e, 0);
+                }
+                if (posted > 0) {
+                    markError(e);
+                    qp.moveToError();
+                }
+            }
+        }
     }
 
     // ---------------------------------------------------------------- posting
-
-    private CompletableFuture<Void> voidOp(int opcode, LocalRegion buf, RemoteRegion remote, int imm) {
-        return futureOp(opcode, buf, remote, imm, 0, 0, VOID_FUTURE);
-    }
-
-    private CompletableFuture<Long> longOp(int opcode, RemoteRegion remote, long compareAdd, long swap) {
-        return futureOp(opcode, null, remote, 0, compareAdd, swap, LONG_FUTURE);
-    }
 
     private <T> CompletableFuture<T> futureOp(int opcode, LocalRegion buf, RemoteRegion remote, int imm, long compareAdd,
                                               long swap, byte k) {
@@ -350,7 +639,29 @@ public final class Connection implements AutoCloseable {
         }
     }
 
-    private static String opName(int opcode) {
+    private void syncVoid(int opcode, LocalRegion buf, RemoteRegion remote, int imm, long compareAdd, long swap) {
+        SyncWaiter w = SyncWaiter.forThisThread(io);
+        try {
+            post(opcode, buf, remote, imm, compareAdd, swap, VOID_HANDLER, w, null);
+        } catch (RuntimeException e) {
+            w.reset();
+            throw e;
+        }
+        w.await(this);
+    }
+
+    private long syncLong(int opcode, RemoteRegion remote, long compareAdd, long swap) {
+        SyncWaiter w = SyncWaiter.forThisThread(io);
+        try {
+            post(opcode, null, remote, 0, compareAdd, swap, LONG_HANDLER, w, null);
+        } catch (RuntimeException e) {
+            w.reset();
+            throw e;
+        }
+        return w.await(this);
+    }
+
+    static String opName(int opcode) {
         return switch (opcode) {
             case QueuePair.WR_SEND -> "send";
             case QueuePair.WR_SEND_WITH_IMM -> "sendWithImm";
@@ -363,10 +674,20 @@ public final class Connection implements AutoCloseable {
         };
     }
 
+    private static boolean isAtomic(int opcode) {
+        return opcode == QueuePair.WR_ATOMIC_CMP_AND_SWP || opcode == QueuePair.WR_ATOMIC_FETCH_AND_ADD;
+    }
+
     /** Checks what can be checked here, so that bad input fails this operation only. */
-    private void validate(int opcode, LocalRegion buf, RemoteRegion remote) {
+    void validate(int opcode, LocalRegion buf, RemoteRegion remote) {
         String op = opName(opcode);
-        boolean atomic = opcode == QueuePair.WR_ATOMIC_CMP_AND_SWP || opcode == QueuePair.WR_ATOMIC_FETCH_AND_ADD;
+        boolean atomic = isAtomic(opcode);
+        if (!atomic) {
+            Objects.requireNonNull(buf, op + ": the local region");
+        }
+        if (opcode != QueuePair.WR_SEND && opcode != QueuePair.WR_SEND_WITH_IMM) {
+            Objects.requireNonNull(remote, op + ": the remote region");
+        }
         if (buf != null) {
             if (buf.isClosed()) {
                 throw new IllegalArgumentException(op + ": the local region is closed");
@@ -404,68 +725,141 @@ public final class Connection implements AutoCloseable {
     private void post(int opcode, LocalRegion buf, RemoteRegion remote, int imm, long compareAdd, long swap, byte k,
                       Object completion, Object attachment) {
         validate(opcode, buf, remote);
-        boolean atomic = k == LONG_FUTURE || k == LONG_HANDLER;
+        String op = opName(opcode);
+        checkUsable(op);
+        boolean atomic = isAtomic(opcode);
         synchronized (postLock) {
-            long deadline = 0;
-            while (true) {
-                if (state != ConnectionState.ESTABLISHED) {
-                    throw notUsable(opName(opcode));
-                }
-                if (freeTop > 0) {
-                    break;
-                }
-                long now = System.nanoTime();
-                if (deadline == 0) {
-                    deadline = now + config.timeout().toNanos();
-                } else if (now >= deadline) {
-                    throw new RdmaTimeoutException(opName(opcode) + ": the send queue stayed full ("
-                            + config.sendQueueDepth() + " operations outstanding) for " + config.timeout());
-                }
-                waitingForSlot++;
-                try {
-                    postLock.wait(Math.max(1, (deadline - now) / 1_000_000));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new RdmaException(opName(opcode) + ": interrupted while waiting for room in the send queue");
-                } finally {
-                    waitingForSlot--;
-                }
-            }
-            int slot = freeSlots[--freeTop];
-            kind[slot] = k;
-            opcodeOf[slot] = (byte) opcode;
-            futures[slot] = completion;
-            attachments[slot] = attachment;
-            long localAddr;
-            int length;
-            int lkey;
+            awaitRoom(1, op);
+            int slot = takeSlot(k, opcode, completion, attachment);
             if (atomic) {
-                localAddr = scratchMr.memory().address() + 8L * slot;
-                length = 8;
-                lkey = scratchMr.lkey();
+                postSingle(slot, opcode, scratchAddress(slot), 8, scratchMr.lkey(), remote, compareAdd, swap, imm, op);
             } else {
-                localAddr = buf.address();
-                length = (int) buf.length();
-                lkey = buf.lkey();
-            }
-            int rc = qp.postSend(slot, opcode, QueuePair.SEND_SIGNALED, localAddr, length, lkey,
-                    remote == null ? 0 : remote.address(), remote == null ? 0 : remote.rkey(), compareAdd, swap, imm);
-            if (rc != 0) {
-                freeSlot(slot);
-                throw new RdmaException(opName(opcode) + ": ibv_post_send failed with errno " + rc
-                        + " (the QP is " + QueuePair.stateName(qp.queryState()) + ")");
+                postSingle(slot, opcode, buf.address(), (int) buf.length(), buf.lkey(), remote, compareAdd, swap, imm, op);
             }
         }
+    }
+
+    /** Starts an emulated atomic: its first step is a compare-and-swap that assumes the word is 0. */
+    private void postEmulated(byte emuKind, String op, RemoteRegion remote, long a, long b, long c, long d, byte k,
+                              Object completion, Object attachment) {
+        validate(QueuePair.WR_ATOMIC_CMP_AND_SWP, null, remote);
+        checkUsable(op);
+        synchronized (postLock) {
+            awaitRoom(1, op);
+            int slot = takeSlot(k, QueuePair.WR_ATOMIC_CMP_AND_SWP, completion, attachment);
+            emu[slot] = emuKind;
+            argA[slot] = a;
+            argB[slot] = b;
+            argC[slot] = c;
+            argD[slot] = d;
+            emuRemote[slot] = remote;
+            emuDeadline[slot] = System.nanoTime() + config.timeout().toNanos();
+            long desired = MaskedAtomics.next(emuKind, 0, a, b, c, d);
+            expected[slot] = 0;
+            postSingle(slot, QueuePair.WR_ATOMIC_CMP_AND_SWP, scratchAddress(slot), 8, scratchMr.lkey(), remote, 0,
+                    desired, 0, op);
+        }
+    }
+
+    /** Posts the request of {@code slot}, signaled; on failure frees the slot and throws. Under postLock. */
+    private void postSingle(int slot, int opcode, long localAddr, int length, int lkey, RemoteRegion remote,
+                            long compareAdd, long swap, int imm, String op) {
+        ringPush(slot);
+        int rc = qp.postSend(slot, opcode, QueuePair.SEND_SIGNALED, localAddr, length, lkey,
+                remote == null ? 0 : remote.address(), remote == null ? 0 : remote.rkey(), compareAdd, swap, imm);
+        if (rc != 0) {
+            ringPopTail();
+            freeSlot(slot);
+            throw new RdmaException(op + ": ibv_post_send failed with errno " + rc
+                    + " (the QP is " + QueuePair.stateName(qp.queryState()) + ")");
+        }
+    }
+
+    private long scratchAddress(int slot) {
+        return scratchMr.memory().address() + 8L * slot;
+    }
+
+    private void checkUsable(String op) {
+        if (state != ConnectionState.ESTABLISHED) {
+            throw notUsable(op);
+        }
+    }
+
+    /** Waits until {@code n} slots are free, up to the timeout; under postLock, never on the IO thread. */
+    private void awaitRoom(int n, String op) {
+        long deadline = 0;
+        while (true) {
+            if (state != ConnectionState.ESTABLISHED) {
+                throw notUsable(op);
+            }
+            if (freeTop >= n) {
+                return;
+            }
+            if (io.inThisThread()) {
+                throw new RdmaTimeoutException(op + ": the send queue is full (" + config.sendQueueDepth()
+                        + " operations outstanding) and this is the IO thread, which must not wait for it");
+            }
+            long now = System.nanoTime();
+            if (deadline == 0) {
+                deadline = now + config.timeout().toNanos();
+            } else if (now >= deadline) {
+                throw new RdmaTimeoutException(op + ": the send queue stayed full ("
+                        + config.sendQueueDepth() + " operations outstanding) for " + config.timeout());
+            }
+            waitingForSlot++;
+            try {
+                if (io.isInline()) {
+                    // Nobody else drives progress: release the lock, poll, and look again.
+                    postLock.wait(0, 1);
+                    io.poll();
+                } else {
+                    postLock.wait(Math.max(1, (deadline - now) / 1_000_000));
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new RdmaException(op + ": interrupted while waiting for room in the send queue");
+            } finally {
+                waitingForSlot--;
+            }
+        }
+    }
+
+    private int takeSlot(byte k, int opcode, Object completion, Object attachment) {
+        int slot = freeSlots[--freeTop];
+        kind[slot] = k;
+        opcodeOf[slot] = (byte) opcode;
+        futures[slot] = completion;
+        attachments[slot] = attachment;
+        return slot;
     }
 
     private void freeSlot(int slot) {
         futures[slot] = null;
         attachments[slot] = null;
+        emuRemote[slot] = null;
         kind[slot] = 0;
+        emu[slot] = EMU_NONE;
         freeSlots[freeTop++] = slot;
         if (waitingForSlot > 0) {
             postLock.notifyAll();
         }
+    }
+
+    private void ringPush(int slot) {
+        ring[(ringHead + ringCount) % ring.length] = slot;
+        ringCount++;
+    }
+
+    private int ringPopTail() {
+        ringCount--;
+        return ring[(ringHead + ringCount) % ring.length];
+    }
+
+    private int ringPopHead() {
+        int slot = ring[ringHead];
+        ringHead = (ringHead + 1) % ring.length;
+        ringCount--;
+        return slot;
     }
 
     /** Nothing outstanding any more: every send-queue operation and every receive completed. */
@@ -487,60 +881,147 @@ public final class Connection implements AutoCloseable {
 
     // ---------------------------------------------------------------- completions (IO thread)
 
+    // Fields of the completion being finished; the IO thread's alone (no re-entry: callbacks run
+    // on it, *Sync calls are refused there, and IoThread.poll does not nest).
+    private byte doneKind;
+    private Object doneCompletion;
+    private Object doneAttachment;
+    private long doneValue;
+    private int doneIndex;
+    private int doneOpcode;
+
+    /** Loads the finished operation of {@code slot} into the done* fields and frees the slot. Under postLock. */
+    private void takeDone(int slot) {
+        doneKind = kind[slot];
+        doneCompletion = futures[slot];
+        doneAttachment = attachments[slot];
+        doneOpcode = opcodeOf[slot];
+        doneIndex = (int) argA[slot];
+        boolean atomicResult = isAtomic(opcodeOf[slot]) || emu[slot] != EMU_NONE;
+        doneValue = atomicResult ? scratchMr.memory().get(ValueLayout.JAVA_LONG, 8L * slot) : 0;
+        freeSlot(slot);
+    }
+
     private void onCompletion(long wrId, int status, int opcode, int byteLen, int imm, boolean withImm) {
         if ((wrId & RECV_FLAG) != 0) {
             onReceiveCompletion((int) (wrId & 0xffff_ffffL), status, opcode, byteLen, imm, withImm);
             return;
         }
         int slot = (int) wrId;
-        byte k;
-        int op;
-        Object completion;
-        Object attachment;
-        long value = 0;
-        synchronized (postLock) {
-            k = kind[slot];
-            op = opcodeOf[slot];
-            completion = futures[slot];
-            attachment = attachments[slot];
-            if (k == LONG_FUTURE || k == LONG_HANDLER) {
-                value = scratchMr.memory().get(ValueLayout.JAVA_LONG, 8L * slot);
+        // RC completes a send queue in order: unsignaled requests posted before this one are done.
+        while (true) {
+            synchronized (postLock) {
+                if (ringCount == 0) {
+                    LOG.log(System.Logger.Level.ERROR, "completion for slot {0} of {1} with nothing outstanding", slot, this);
+                    return;
+                }
+                if (ring[ringHead] == slot) {
+                    break;
+                }
+                takeDone(ringPopHead());
             }
-            freeSlot(slot);
+            finish(doneKind, doneCompletion, doneAttachment, doneValue, doneIndex, null);
+        }
+        RdmaException emulationFailure = null;
+        synchronized (postLock) {
+            ringPopHead();
+            if (status == WorkCompletion.SUCCESS && emu[slot] != EMU_NONE) {
+                emulationFailure = continueEmulation(slot);
+                if (emulationFailure == null && kind[slot] != 0 && emu[slot] != EMU_NONE && ringContainsTail(slot)) {
+                    return;   // the next compare-and-swap is posted on the same slot
+                }
+            }
+            takeDone(slot);
+        }
+        if (emulationFailure != null) {
+            finish(doneKind, doneCompletion, doneAttachment, 0, doneIndex, emulationFailure);
+            return;
         }
         if (status == WorkCompletion.SUCCESS) {
-            succeed(k, completion, attachment, value);
+            finish(doneKind, doneCompletion, doneAttachment, doneValue, doneIndex, null);
             return;
         }
         RdmaException e;
+        String what = opName(doneOpcode) + " on the connection to " + remoteAddress;
         if (status == WorkCompletion.WR_FLUSH_ERR && failure != null) {
             e = closedBecause(failure);
         } else {
             String name = WorkCompletion.statusName(status);
-            String what = opName(op) + " on the connection to " + remoteAddress;
-            e = status == WorkCompletion.REM_ACCESS_ERR ? new RemoteAccessException(what, name)
-                    : new WorkCompletionException(what, name);
+            if (status == WorkCompletion.RETRY_EXC_ERR) {
+                e = new ConnectionClosedException(what + " failed with " + name + ": the peer did not answer within "
+                        + config.retryCount() + " retries, it is gone or unreachable");
+            } else if (status == WorkCompletion.REM_ACCESS_ERR) {
+                e = new RemoteAccessException(what, name);
+            } else {
+                e = new WorkCompletionException(what, name);
+            }
             markError(e);
         }
-        fail(k, completion, attachment, e);
+        finish(doneKind, doneCompletion, doneAttachment, 0, doneIndex, e);
     }
 
-    @SuppressWarnings("unchecked")
-    private static void succeed(byte k, Object completion, Object attachment, long value) {
-        switch (k) {
-            case VOID_FUTURE -> ((CompletableFuture<Void>) completion).complete(null);
-            case LONG_FUTURE -> ((CompletableFuture<Long>) completion).complete(value);
-            case VOID_HANDLER -> ((CompletionHandler<Void, Object>) completion).completed(null, attachment);
-            case LONG_HANDLER -> ((CompletionHandler<Long, Object>) completion).completed(value, attachment);
-            default -> throw new IllegalStateException("completion for a free slot");
+    private boolean ringContainsTail(int slot) {
+        return ringCount > 0 && ring[(ringHead + ringCount - 1) % ring.length] == slot;
+    }
+
+    /**
+     * One step of an emulated atomic whose compare-and-swap just returned the word's value
+     * {@code v}: done when that CAS took effect ({@code v} is what it expected) or when {@code v}
+     * needs no change; else the next CAS goes out on the same slot. Returns the failure, or null
+     * (done, or posted: the slot is then at the ring's tail). Under postLock.
+     */
+    private RdmaException continueEmulation(int slot) {
+        long v = scratchMr.memory().get(ValueLayout.JAVA_LONG, 8L * slot);
+        if (v == expected[slot]) {
+            return null;
         }
+        byte e = emu[slot];
+        long desired = MaskedAtomics.next(e, v, argA[slot], argB[slot], argC[slot], argD[slot]);
+        if (desired == v) {
+            return null;   // the CAS read v atomically, and v needs no change: that is the result
+        }
+        String op = MaskedAtomics.name(e);
+        if (System.nanoTime() > emuDeadline[slot]) {
+            return new RdmaTimeoutException(op + " on the connection to " + remoteAddress + " gave up: the word kept "
+                    + "changing under its compare-and-swap for " + config.timeout());
+        }
+        if (state != ConnectionState.ESTABLISHED) {
+            return notUsable(op);
+        }
+        RemoteRegion remote = emuRemote[slot];
+        expected[slot] = v;
+        ringPush(slot);
+        int rc = qp.postSend(slot, QueuePair.WR_ATOMIC_CMP_AND_SWP, QueuePair.SEND_SIGNALED, scratchAddress(slot), 8,
+                scratchMr.lkey(), remote.address(), remote.rkey(), v, desired, 0);
+        if (rc != 0) {
+            ringPopTail();
+            return new RdmaException(op + ": ibv_post_send failed with errno " + rc);
+        }
+        return null;
     }
 
     @SuppressWarnings("unchecked")
-    private static void fail(byte k, Object completion, Object attachment, Throwable e) {
+    private static void finish(byte k, Object completion, Object attachment, long value, int index, RdmaException e) {
         switch (k) {
-            case VOID_FUTURE, LONG_FUTURE -> ((CompletableFuture<?>) completion).completeExceptionally(e);
-            case VOID_HANDLER, LONG_HANDLER -> ((CompletionHandler<?, Object>) completion).failed(e, attachment);
+            case VOID_FUTURE, LONG_FUTURE -> {
+                CompletableFuture<Object> f = (CompletableFuture<Object>) completion;
+                if (e != null) {
+                    f.completeExceptionally(e);
+                } else {
+                    f.complete(k == LONG_FUTURE ? (Object) value : null);
+                }
+            }
+            case VOID_HANDLER, LONG_HANDLER -> {
+                if (completion instanceof SyncWaiter w) {
+                    w.done(value, e);
+                } else if (e != null) {
+                    ((CompletionHandler<Object, Object>) completion).failed(e, attachment);
+                } else {
+                    ((CompletionHandler<Object, Object>) completion).completed(k == LONG_HANDLER ? (Object) value : null,
+                            attachment);
+                }
+            }
+            case BATCH_MEMBER -> ((BatchCompletion) completion).member(index, e, value);
             default -> throw new IllegalStateException("completion for a free slot");
         }
     }
@@ -677,16 +1158,18 @@ public final class Connection implements AutoCloseable {
         state = ConnectionState.CLOSED;
         io.remove(source);
         RdmaException why = failure != null ? failure : new ConnectionClosedException("connection closed");
-        synchronized (postLock) {
-            for (int slot = 0; slot < kind.length; slot++) {
-                if (kind[slot] != 0) {
-                    byte k = kind[slot];
-                    Object c = futures[slot];
-                    Object a = attachments[slot];
-                    freeSlot(slot);
-                    fail(k, c, a, closedBecause(why));
+        RdmaException closed = closedBecause(why);
+        for (int slot = 0; slot < kind.length; slot++) {
+            synchronized (postLock) {
+                if (kind[slot] == 0) {
+                    continue;
                 }
+                takeDone(slot);
             }
+            finish(doneKind, doneCompletion, doneAttachment, 0, doneIndex, closed);
+        }
+        synchronized (postLock) {
+            ringCount = 0;
         }
         if (endpoint != null) {
             endpoint.close();
@@ -738,7 +1221,7 @@ public final class Connection implements AutoCloseable {
         });
         if (!io.inThisThread()) {
             try {
-                released.get(config.timeout().toMillis() + 5_000, TimeUnit.MILLISECONDS);
+                io.await(released, config.timeout().plusSeconds(5).toNanos());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } catch (ExecutionException | TimeoutException e) {

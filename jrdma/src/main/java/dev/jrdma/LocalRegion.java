@@ -18,6 +18,7 @@ public final class LocalRegion implements AutoCloseable {
     private final LocalRegion parent;
     private final AutoCloseable owner;
     private volatile boolean closed;
+    private volatile boolean directWriteToPmem;
 
     LocalRegion(MemorySegment segment, MemoryRegistration registration, AutoCloseable owner) {
         this(segment, registration, null, owner);
@@ -72,7 +73,21 @@ public final class LocalRegion implements AutoCloseable {
     /** What a peer needs to access this region: address, length, rkey and the access granted. */
     public RemoteRegion toRemote() {
         int remoteBits = registration.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC);
+        if (root().directWriteToPmem) {
+            remoteBits |= RemoteRegion.DIRECT_WRITE_TO_PMEM;
+        }
         return new RemoteRegion(segment.address(), segment.byteSize(), registration.rkey(), remoteBits);
+    }
+
+    /**
+     * Declares that this memory is persistent and that the device writes reach it directly (no
+     * volatile cache such as DDIO on the way), so peers may ask for {@link FlushType#PERSISTENT}
+     * flushes to it. jrdma cannot check this: it is the owner's promise, as in librpma. Applies
+     * to the descriptors made after it, of this region and its slices.
+     */
+    public LocalRegion declareDirectWriteToPmem() {
+        root().directWriteToPmem = true;
+        return this;
     }
 
     /** Deregisters (for a slice: nothing, the parent owns the registration). */

@@ -42,6 +42,11 @@ import java.util.function.Consumer;
  */
 public final class Rdma implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("dev.jrdma");
+    /**
+     * {@code ioThreads(INLINE)}: no IO thread; the application drives progress with
+     * {@link #poll()} (and the library's blocking calls poll while they wait).
+     */
+    public static final int INLINE = 0;
 
     private final Provider provider;
     private final Device device;
@@ -58,7 +63,7 @@ public final class Rdma implements AutoCloseable {
     private Rdma(Builder b) {
         this.provider = b.chooseProvider();
         this.device = provider.open(b.device);
-        int n = b.ioThreads;
+        int n = Math.max(1, b.ioThreads);
         this.io = new IoThread[n];
         this.channels = new CompletionChannel[n];
         ConnectionManager manager = null;
@@ -68,7 +73,10 @@ public final class Rdma implements AutoCloseable {
                 channels[i] = device.createCompletionChannel();
                 CompletionChannel ch = channels[i];
                 int[] fds = i == 0 ? new int[] {ch.fd(), manager.fd()} : new int[] {ch.fd()};
-                io[i] = new IoThread("jrdma-io-" + device.name() + "-" + i, b.completionMode, fds, ch::drainEvents);
+                String name = "jrdma-io-" + device.name() + "-" + i;
+                io[i] = b.ioThreads == INLINE ? IoThread.inline(name, fds, ch::drainEvents)
+                        : new IoThread(name, b.completionMode, fds, ch::drainEvents,
+                        b.cpus.length == 0 ? -1 : b.cpus[i % b.cpus.length]);
             }
             ConnectionManager m = manager;
             io[0].execute(() -> io[0].add(() -> m.processEvents(cmHandler)));
@@ -111,6 +119,46 @@ public final class Rdma implements AutoCloseable {
 
     public DeviceCapabilities capabilities() {
         return device.capabilities();
+    }
+
+    /**
+     * INLINE mode ({@code ioThreads(Rdma.INLINE)}): does the work that is there (completions,
+     * connection events, callbacks), on the calling thread, without blocking; returns how much
+     * (0: none). One thread polls at a time: a concurrent call returns 0.
+     *
+     * @throws IllegalStateException when this instance has IO threads
+     */
+    public int poll() {
+        return io[0].poll();
+    }
+
+    /** The kernel thread ids of the IO threads (empty in INLINE mode), e.g. to check their CPU affinity. */
+    public int[] ioThreadIds() {
+        if (io[0].isInline()) {
+            return new int[0];
+        }
+        int[] ids = new int[io.length];
+        for (int i = 0; i < io.length; i++) {
+            ids[i] = io[i].tid();
+        }
+        return ids;
+    }
+
+    /** Waits for {@code f} (a control-path step), driving progress meanwhile in INLINE mode. */
+    <T> T await(CompletableFuture<T> f, java.time.Duration timeout) {
+        try {
+            return io[0].await(f, timeout.toNanos());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaException("interrupted while waiting");
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new RdmaTimeoutException("did not complete within " + timeout);
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            throw new RdmaException(e.getCause().toString(), e.getCause());
+        }
     }
 
     // ---------------------------------------------------------------- memory
@@ -177,8 +225,11 @@ public final class Rdma implements AutoCloseable {
                 f.completeExceptionally(e);
             }
         });
-        return Connection.await(f);
+        return await(f, CONTROL_TIMEOUT);
     }
+
+    /** The longest a control step on the IO thread (listen, close) may take. */
+    private static final java.time.Duration CONTROL_TIMEOUT = java.time.Duration.ofSeconds(30);
 
     void closeServer(RdmaServer s) {
         servers.remove(s);
@@ -188,7 +239,7 @@ public final class Rdma implements AutoCloseable {
             done.complete(null);
         });
         if (!io[0].inThisThread()) {
-            Connection.await(done);
+            await(done, CONTROL_TIMEOUT);
         }
     }
 
@@ -198,7 +249,8 @@ public final class Rdma implements AutoCloseable {
     }
 
     public Connection connect(InetSocketAddress address, ConnectionConfig config) {
-        return Connection.await(connectAsync(address, config));
+        // connectAsync's future ends by the timeout itself; the margin is for the IO thread.
+        return await(connectAsync(address, config), config.timeout().plusSeconds(5));
     }
 
     /** Starts connecting; the future completes when the connection is established, or fails with why not. */
@@ -373,7 +425,7 @@ public final class Rdma implements AutoCloseable {
             cm.close();
             cmClosed.complete(null);
         });
-        Connection.await(cmClosed);
+        await(cmClosed, CONTROL_TIMEOUT);
         for (IoThread t : io) {
             t.close();
         }
@@ -392,6 +444,7 @@ public final class Rdma implements AutoCloseable {
         private String device;
         private CompletionMode completionMode = CompletionMode.ADAPTIVE;
         private int ioThreads = 1;
+        private int[] cpus = new int[0];
 
         private Builder() {
         }
@@ -413,12 +466,29 @@ public final class Rdma implements AutoCloseable {
             return this;
         }
 
-        /** IO threads connections are spread over (default 1: the single-thread IO model). */
+        /**
+         * IO threads connections are spread over (default 1: the single-thread IO model), or
+         * {@link Rdma#INLINE} (0): none, the application calls {@link Rdma#poll()}.
+         */
         public Builder ioThreads(int n) {
-            if (n < 1 || n > 256) {
-                throw new IllegalArgumentException("ioThreads must be in 1..256, not " + n);
+            if (n < 0 || n > 256) {
+                throw new IllegalArgumentException("ioThreads must be in 0..256 (0: Rdma.INLINE), not " + n);
             }
             ioThreads = n;
+            return this;
+        }
+
+        /**
+         * Pins IO thread {@code i} to CPU {@code cpus[i % cpus.length]} (sched_setaffinity);
+         * {@link #build()} fails naming the CPU when the kernel refuses it.
+         */
+        public Builder cpuAffinity(int... cpus) {
+            for (int c : cpus) {
+                if (c < 0 || c >= 1024) {
+                    throw new IllegalArgumentException("cpuAffinity: CPU " + c + " is outside 0..1023");
+                }
+            }
+            this.cpus = cpus.clone();
             return this;
         }
 

@@ -13,12 +13,18 @@ import java.util.Objects;
  *  0      4        12       20     24      28      32
  *  | JRR1 | address | length | rkey | access | crc32 |   big-endian
  * </pre>
+ *
+ * The access word holds the {@code ibv_access_flags} granted, and bit 30 when the owner declared
+ * direct write to persistent memory (the memory is pmem and writes reach it without passing a
+ * volatile cache, librpma's {@code direct_write_to_pmem}).
  */
 public final class RemoteRegion {
     static final int DESCRIPTOR_BYTES = 32;
     private static final int MAGIC = 0x4A525231;   // "JRR1"
     /** Access unknown: a region made with {@link #of}; the peer's device checks what is allowed. */
     static final int ACCESS_UNKNOWN = -1;
+    /** In the access word: the owner declared direct write to persistent memory. */
+    static final int DIRECT_WRITE_TO_PMEM = 1 << 30;
 
     private final long address;
     private final long length;
@@ -55,6 +61,24 @@ public final class RemoteRegion {
     /** True unless the owner said it does not grant {@code a} (unknown for {@link #of} regions: true). */
     public boolean allows(Access a) {
         return access == ACCESS_UNKNOWN || (access & a.bit) != 0;
+    }
+
+    /**
+     * True when the owner declared that writes reach persistent memory directly, so that
+     * {@link Connection#flush} with {@link FlushType#PERSISTENT} can be promised.
+     */
+    public boolean directWriteToPmem() {
+        return access != ACCESS_UNKNOWN && (access & DIRECT_WRITE_TO_PMEM) != 0;
+    }
+
+    /**
+     * This region with the owner's declaration of direct write to persistent memory: for a C
+     * peer that says so in its own way (librpma's {@code rpma_peer_cfg}).
+     */
+    public RemoteRegion withDirectWriteToPmem() {
+        int a = access == ACCESS_UNKNOWN ? (dev.jrdma.spi.AccessFlags.REMOTE_READ | dev.jrdma.spi.AccessFlags.REMOTE_WRITE
+                | dev.jrdma.spi.AccessFlags.REMOTE_ATOMIC | DIRECT_WRITE_TO_PMEM) : access | DIRECT_WRITE_TO_PMEM;
+        return new RemoteRegion(address, length, rkey, a);
     }
 
     /** {@code length} bytes at {@code offset} of this region. */

@@ -49,88 +49,57 @@ class RdmaApiVerbsTest {
         return e.getCause();
     }
 
-    /** A server that echoes every message back with imm = its length, and exposes one region. */
-    private record Pair(Rdma server, Rdma client, RdmaServer listener, LocalRegion exposed, Connection conn,
-                        LinkedBlockingQueue<Connection> accepted) implements AutoCloseable {
-        static Pair open(CompletionMode mode, ConnectionConfig serverConfig, ConnectionConfig clientConfig) throws Exception {
-            Rdma server = Rdma.builder().provider("verbs").device(VerbsTestAddresses.serverDevice()).completionMode(mode).build();
-            Rdma client = Rdma.builder().provider("verbs").device(VerbsTestAddresses.clientDevice()).completionMode(mode).build();
-            LocalRegion exposed = server.allocate(8192);
-            LinkedBlockingQueue<Connection> accepted = new LinkedBlockingQueue<>();
-            RdmaServer l = server.listen(VerbsTestAddresses.nextServerAddress(), serverConfig, c -> {
-                accepted.add(c);
-                c.onReceive((conn, msg) -> {
-                    LocalRegion reply = server.allocate(Math.max(1, msg.byteCount()));
-                    MemorySegment.copy(msg.data(), 0, reply.segment(), 0, msg.byteCount());
-                    conn.sendWithImm(msg.byteCount(), reply.slice(0, msg.byteCount())).whenComplete((v, e) -> reply.close());
-                });
-            });
-            Connection conn = client.connect(l.address(), clientConfig);
-            return new Pair(server, client, l, exposed, conn, accepted);
-        }
-
-        static Pair open(CompletionMode mode) throws Exception {
-            return open(mode, ConnectionConfig.defaults(), ConnectionConfig.defaults());
-        }
-
-        @Override
-        public void close() {
-            client.close();
-            server.close();
-        }
-    }
-
     @ParameterizedTest
     @EnumSource(CompletionMode.class)
     void sendIsEchoedWithImmediate(CompletionMode mode) throws Exception {
-        try (Pair p = Pair.open(mode)) {
-            assertEquals(ConnectionState.ESTABLISHED, p.conn.state());
-            assertEquals("RTS", p.conn.queuePair().state());
-            assertEquals(4096, p.conn.peerReceiveBufferSize(), "the server told its receive buffer size");
-            LocalRegion buf = p.client.allocate(3000);
+        try (VerbsPair p = VerbsPair.open(mode)) {
+            assertEquals(ConnectionState.ESTABLISHED, p.conn().state());
+            assertEquals("RTS", p.conn().queuePair().state());
+            assertEquals(4096, p.conn().peerReceiveBufferSize(), "the server told its receive buffer size");
+            LocalRegion buf = p.client().allocate(3000);
             byte[] data = pattern(3000, 1);
             buf.segment().copyFrom(MemorySegment.ofArray(data));
-            CompletableFuture<Message> reply = p.conn.receive();
-            p.conn.send(buf).get(T, TimeUnit.SECONDS);
+            CompletableFuture<Message> reply = p.conn().receive();
+            p.conn().send(buf).get(T, TimeUnit.SECONDS);
             try (Message m = reply.get(T, TimeUnit.SECONDS)) {
                 assertEquals(3000, m.imm().orElseThrow());
                 assertFalse(m.isWrite());
                 assertArrayEquals(data, m.data().toArray(ValueLayout.JAVA_BYTE));
             }
-            Connection serverSide = p.accepted.poll(T, TimeUnit.SECONDS);
+            Connection serverSide = p.accepted().poll(T, TimeUnit.SECONDS);
             assertEquals(ConnectionState.ESTABLISHED, serverSide.state());
-            assertEquals(1, p.listener.connections().size());
+            assertEquals(1, p.listener().connections().size());
         }
     }
 
     @ParameterizedTest
     @EnumSource(CompletionMode.class)
     void writeReadAndAtomicsChangeRemoteMemoryExactly(CompletionMode mode) throws Exception {
-        try (Pair p = Pair.open(mode)) {
-            RemoteRegion remote = RemoteRegion.fromDescriptor(p.exposed.toRemote().toDescriptor());
-            LocalRegion buf = p.client.allocate(4096);
+        try (VerbsPair p = VerbsPair.open(mode)) {
+            RemoteRegion remote = RemoteRegion.fromDescriptor(p.exposed().toRemote().toDescriptor());
+            LocalRegion buf = p.client().allocate(4096);
             byte[] data = pattern(4096, 2);
             buf.segment().copyFrom(MemorySegment.ofArray(data));
-            p.conn.write(buf, remote).get(T, TimeUnit.SECONDS);
-            assertArrayEquals(data, p.exposed.segment().asSlice(0, 4096).toArray(ValueLayout.JAVA_BYTE));
+            p.conn().write(buf, remote).get(T, TimeUnit.SECONDS);
+            assertArrayEquals(data, p.exposed().segment().asSlice(0, 4096).toArray(ValueLayout.JAVA_BYTE));
 
-            p.exposed.segment().asSlice(4096, 512).copyFrom(MemorySegment.ofArray(pattern(512, 3)));
-            LocalRegion into = p.client.allocate(512);
-            p.conn.read(remote.slice(4096, 512), into).get(T, TimeUnit.SECONDS);
+            p.exposed().segment().asSlice(4096, 512).copyFrom(MemorySegment.ofArray(pattern(512, 3)));
+            LocalRegion into = p.client().allocate(512);
+            p.conn().read(remote.slice(4096, 512), into).get(T, TimeUnit.SECONDS);
             assertArrayEquals(pattern(512, 3), into.segment().toArray(ValueLayout.JAVA_BYTE));
 
             RemoteRegion word = remote.slice(8000, 8);
-            p.exposed.segment().set(ValueLayout.JAVA_LONG, 8000, 41L);
-            assertEquals(41L, p.conn.fetchAndAdd(word, 1).get(T, TimeUnit.SECONDS));
-            assertEquals(42L, p.exposed.segment().get(ValueLayout.JAVA_LONG, 8000));
-            assertEquals(42L, p.conn.compareAndSwap(word, 7, 99).get(T, TimeUnit.SECONDS), "no swap on mismatch");
-            assertEquals(42L, p.exposed.segment().get(ValueLayout.JAVA_LONG, 8000));
-            assertEquals(42L, p.conn.compareAndSwapSync(word, 42, 99));
-            assertEquals(99L, p.exposed.segment().get(ValueLayout.JAVA_LONG, 8000));
+            p.exposed().segment().set(ValueLayout.JAVA_LONG, 8000, 41L);
+            assertEquals(41L, p.conn().fetchAndAdd(word, 1).get(T, TimeUnit.SECONDS));
+            assertEquals(42L, p.exposed().segment().get(ValueLayout.JAVA_LONG, 8000));
+            assertEquals(42L, p.conn().compareAndSwap(word, 7, 99).get(T, TimeUnit.SECONDS), "no swap on mismatch");
+            assertEquals(42L, p.exposed().segment().get(ValueLayout.JAVA_LONG, 8000));
+            assertEquals(42L, p.conn().compareAndSwapSync(word, 42, 99));
+            assertEquals(99L, p.exposed().segment().get(ValueLayout.JAVA_LONG, 8000));
 
             // The allocation-free form, and the blocking one.
             CompletableFuture<Long> viaHandler = new CompletableFuture<>();
-            p.conn.fetchAndAdd(word, 1, viaHandler, new CompletionHandler<Long, CompletableFuture<Long>>() {
+            p.conn().fetchAndAdd(word, 1, viaHandler, new CompletionHandler<Long, CompletableFuture<Long>>() {
                 @Override
                 public void completed(Long prior, CompletableFuture<Long> f) {
                     f.complete(prior);
@@ -142,9 +111,9 @@ class RdmaApiVerbsTest {
                 }
             });
             assertEquals(99L, viaHandler.get(T, TimeUnit.SECONDS));
-            assertEquals(100L, p.conn.fetchAndAddSync(word, 0));
-            p.conn.writeSync(buf.slice(0, 16), remote.slice(100, 16));
-            assertArrayEquals(java.util.Arrays.copyOf(data, 16), p.exposed.segment().asSlice(100, 16).toArray(ValueLayout.JAVA_BYTE));
+            assertEquals(100L, p.conn().fetchAndAddSync(word, 0));
+            p.conn().writeSync(buf.slice(0, 16), remote.slice(100, 16));
+            assertArrayEquals(java.util.Arrays.copyOf(data, 16), p.exposed().segment().asSlice(100, 16).toArray(ValueLayout.JAVA_BYTE));
         }
     }
 
@@ -171,15 +140,15 @@ class RdmaApiVerbsTest {
 
     @Test
     void wrongRkeyFailsWithRemoteAccessAndPutsTheConnectionInError() throws Exception {
-        try (Pair p = Pair.open(CompletionMode.ADAPTIVE)) {
-            RemoteRegion good = p.exposed.toRemote();
+        try (VerbsPair p = VerbsPair.open(CompletionMode.ADAPTIVE)) {
+            RemoteRegion good = p.exposed().toRemote();
             RemoteRegion wrong = RemoteRegion.of(good.address(), good.length(), good.rkey() ^ 0x00ff_ff00);
-            LocalRegion buf = p.client.allocate(64);
-            Throwable e = cause(p.conn.write(buf, wrong));
+            LocalRegion buf = p.client().allocate(64);
+            Throwable e = cause(p.conn().write(buf, wrong));
             RemoteAccessException rae = assertInstanceOf(RemoteAccessException.class, e);
             assertEquals("IBV_WC_REM_ACCESS_ERR", rae.status());
-            assertEquals(ConnectionState.ERROR, p.conn.state());
-            Throwable later = cause(p.conn.write(buf, good));
+            assertEquals(ConnectionState.ERROR, p.conn().state());
+            Throwable later = cause(p.conn().write(buf, good));
             assertInstanceOf(ConnectionClosedException.class, later);
             assertTrue(later.getMessage().contains("ERROR"), later.getMessage());
         }
@@ -187,36 +156,36 @@ class RdmaApiVerbsTest {
 
     @Test
     void accessTheRegionDoesNotGrantIsRefusedBeforePostingAndByTheDevice() throws Exception {
-        try (Pair p = Pair.open(CompletionMode.ADAPTIVE); Arena arena = Arena.ofShared()) {
-            LocalRegion readOnly = p.server.register(arena.allocate(4096, 64), Access.LOCAL_WRITE, Access.REMOTE_READ);
-            LocalRegion buf = p.client.allocate(64);
+        try (VerbsPair p = VerbsPair.open(CompletionMode.ADAPTIVE); Arena arena = Arena.ofShared()) {
+            LocalRegion readOnly = p.server().register(arena.allocate(4096, 64), Access.LOCAL_WRITE, Access.REMOTE_READ);
+            LocalRegion buf = p.client().allocate(64);
             // From its descriptor the client knows: refused here, the connection stays up.
-            Throwable e = cause(p.conn.write(buf, readOnly.toRemote()));
+            Throwable e = cause(p.conn().write(buf, readOnly.toRemote()));
             assertInstanceOf(RemoteAccessException.class, e);
             assertTrue(e.getMessage().contains("REMOTE_WRITE"), e.getMessage());
-            assertEquals(ConnectionState.ESTABLISHED, p.conn.state());
+            assertEquals(ConnectionState.ESTABLISHED, p.conn().state());
             // Out of bounds by the descriptor: refused here too.
-            Throwable oob = cause(p.conn.read(readOnly.toRemote().slice(4064, 32), buf));
+            Throwable oob = cause(p.conn().read(readOnly.toRemote().slice(4064, 32), buf));
             assertInstanceOf(IllegalArgumentException.class, oob);
             assertTrue(oob.getMessage().contains("exceeds the remote region"), oob.getMessage());
-            assertEquals(ConnectionState.ESTABLISHED, p.conn.state());
+            assertEquals(ConnectionState.ESTABLISHED, p.conn().state());
             // Without the descriptor (a C peer's raw triple) the device refuses it.
             RemoteRegion raw = RemoteRegion.of(readOnly.address(), 4096, readOnly.rkey());
-            assertInstanceOf(RemoteAccessException.class, cause(p.conn.write(buf, raw)));
-            assertEquals(ConnectionState.ERROR, p.conn.state());
+            assertInstanceOf(RemoteAccessException.class, cause(p.conn().write(buf, raw)));
+            assertEquals(ConnectionState.ERROR, p.conn().state());
         }
     }
 
     @Test
     void messageLargerThanThePeersReceiveBufferIsRefusedBeforeSending() throws Exception {
-        try (Pair p = Pair.open(CompletionMode.ADAPTIVE,
+        try (VerbsPair p = VerbsPair.open(CompletionMode.ADAPTIVE,
                 ConnectionConfig.builder().receiveBufferSize(1024).build(), ConnectionConfig.defaults())) {
-            assertEquals(1024, p.conn.peerReceiveBufferSize());
-            Throwable e = cause(p.conn.send(p.client.allocate(1025)));
+            assertEquals(1024, p.conn().peerReceiveBufferSize());
+            Throwable e = cause(p.conn().send(p.client().allocate(1025)));
             assertInstanceOf(IllegalArgumentException.class, e);
             assertTrue(e.getMessage().contains("1025 bytes exceeds the peer's receive buffer of 1024"), e.getMessage());
-            CompletableFuture<Message> reply = p.conn.receive();
-            p.conn.send(p.client.allocate(1024)).get(T, TimeUnit.SECONDS);
+            CompletableFuture<Message> reply = p.conn().receive();
+            p.conn().send(p.client().allocate(1024)).get(T, TimeUnit.SECONDS);
             try (Message m = reply.get(T, TimeUnit.SECONDS)) {
                 assertEquals(1024, m.byteCount());
             }
@@ -225,34 +194,34 @@ class RdmaApiVerbsTest {
 
     @Test
     void closedConnectionFailsOperationsAndThePeerSeesTheDisconnect() throws Exception {
-        try (Pair p = Pair.open(CompletionMode.ADAPTIVE)) {
-            Connection serverSide = p.accepted.poll(T, TimeUnit.SECONDS);
+        try (VerbsPair p = VerbsPair.open(CompletionMode.ADAPTIVE)) {
+            Connection serverSide = p.accepted().poll(T, TimeUnit.SECONDS);
             CompletableFuture<Connection> down = new CompletableFuture<>();
             serverSide.onDisconnect(down::complete);
-            CompletableFuture<Message> pending = p.conn.receive();
-            p.conn.close();
-            assertEquals(ConnectionState.CLOSED, p.conn.state());
+            CompletableFuture<Message> pending = p.conn().receive();
+            p.conn().close();
+            assertEquals(ConnectionState.CLOSED, p.conn().state());
             assertInstanceOf(ConnectionClosedException.class, cause(pending), "an outstanding receive completes");
-            Throwable e = cause(p.conn.write(p.client.allocate(8), p.exposed.toRemote()));
+            Throwable e = cause(p.conn().write(p.client().allocate(8), p.exposed().toRemote()));
             assertInstanceOf(ConnectionClosedException.class, e);
             assertTrue(e.getMessage().contains("closed by this side"), e.getMessage());
             assertEquals(serverSide, down.get(T, TimeUnit.SECONDS));
             assertEquals(ConnectionState.CLOSED, serverSide.state());
-            assertEquals(0, p.listener.connections().size());
+            assertEquals(0, p.listener().connections().size());
         }
     }
 
     @Test
     void peerClosingFailsOurOperationsWithConnectionClosed() throws Exception {
-        try (Pair p = Pair.open(CompletionMode.ADAPTIVE)) {
-            Connection serverSide = p.accepted.poll(T, TimeUnit.SECONDS);
+        try (VerbsPair p = VerbsPair.open(CompletionMode.ADAPTIVE)) {
+            Connection serverSide = p.accepted().poll(T, TimeUnit.SECONDS);
             CompletableFuture<Connection> down = new CompletableFuture<>();
-            p.conn.onDisconnect(down::complete);
-            CompletableFuture<Message> pending = p.conn.receive();
+            p.conn().onDisconnect(down::complete);
+            CompletableFuture<Message> pending = p.conn().receive();
             serverSide.close();
-            assertEquals(p.conn, down.get(T, TimeUnit.SECONDS));
+            assertEquals(p.conn(), down.get(T, TimeUnit.SECONDS));
             assertInstanceOf(ConnectionClosedException.class, cause(pending));
-            Throwable e = cause(p.conn.send(p.client.allocate(8)));
+            Throwable e = cause(p.conn().send(p.client().allocate(8)));
             assertTrue(e.getMessage().contains("disconnected"), e.getMessage());
         }
     }
@@ -260,14 +229,14 @@ class RdmaApiVerbsTest {
     @Test
     void wrongAuthTokenIsRejectedWithAClearException() throws Exception {
         ConnectionConfig serverConfig = ConnectionConfig.builder().authToken("s3cret".getBytes(StandardCharsets.UTF_8)).build();
-        try (Pair p = Pair.open(CompletionMode.ADAPTIVE, serverConfig, serverConfig)) {
-            assertEquals(ConnectionState.ESTABLISHED, p.conn.state(), "the right token is accepted");
+        try (VerbsPair p = VerbsPair.open(CompletionMode.ADAPTIVE, serverConfig, serverConfig)) {
+            assertEquals(ConnectionState.ESTABLISHED, p.conn().state(), "the right token is accepted");
             ConnectionConfig wrong = ConnectionConfig.builder().authToken("guess".getBytes(StandardCharsets.UTF_8)).build();
             CompletionException e = assertThrows(CompletionException.class,
-                    () -> p.client.connectAsync(p.listener.address(), wrong).join());
+                    () -> p.client().connectAsync(p.listener().address(), wrong).join());
             assertInstanceOf(ConnectionRejectedException.class, e.getCause());
             assertTrue(e.getCause().getMessage().contains("authentication failed"), e.getCause().getMessage());
-            assertThrows(ConnectionRejectedException.class, () -> p.client.connect(p.listener.address()), "no token at all");
+            assertThrows(ConnectionRejectedException.class, () -> p.client().connect(p.listener().address()), "no token at all");
         }
     }
 

@@ -19,6 +19,10 @@ import java.util.function.IntSupplier;
  *
  * <p>Sources and tasks run on this thread only, so they need no locks among themselves. Other
  * threads reach it through {@link #execute}, which wakes it through an eventfd.
+ *
+ * <p><b>Inline</b> ({@link #inline}): no thread of its own; whichever application thread calls
+ * {@link #poll()} runs one pass, one caller at a time, and for that while counts as "this thread".
+ * Blocking calls of the library drive it themselves while they wait ({@link #await}).
  */
 public final class IoThread implements AutoCloseable {
     /** A work source polled every pass. */
@@ -39,6 +43,13 @@ public final class IoThread implements AutoCloseable {
     private final String name;
     private final CompletionMode mode;
     private final Thread thread;
+    private final boolean inline;
+    /** Inline: the thread inside {@link #poll()} now; null when none. */
+    private volatile Thread driver;
+    private final java.util.concurrent.locks.ReentrantLock pollLock = new java.util.concurrent.locks.ReentrantLock();
+    private final CompletableFuture<Void> started = new CompletableFuture<>();
+    private final int cpu;
+    private volatile int tid;
     private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private final List<Source> sources = new ArrayList<>();
     private final List<IntSupplier> timers = new ArrayList<>();
@@ -59,14 +70,112 @@ public final class IoThread implements AutoCloseable {
      * @param onEventFdsReadable run after a sleep that one of them ended (e.g. acknowledge CQ events)
      */
     public IoThread(String name, CompletionMode mode, int[] eventFds, Runnable onEventFdsReadable) {
+        this(name, mode, eventFds, onEventFdsReadable, -1, false);
+    }
+
+    /**
+     * @param cpu    the CPU to pin the thread to ({@code sched_setaffinity}), or -1 for none
+     * @throws dev.jrdma.exceptions.NativeRdmaException when pinning fails (no such CPU, or not
+     *                                                  allowed): the thread is not left running
+     */
+    public IoThread(String name, CompletionMode mode, int[] eventFds, Runnable onEventFdsReadable, int cpu) {
+        this(name, mode, eventFds, onEventFdsReadable, cpu, false);
+    }
+
+    /** An IO "thread" without a thread: progress happens in {@link #poll()}, on the caller. */
+    public static IoThread inline(String name, int[] eventFds, Runnable onEventFdsReadable) {
+        return new IoThread(name, CompletionMode.POLLING, eventFds, onEventFdsReadable, -1, true);
+    }
+
+    private IoThread(String name, CompletionMode mode, int[] eventFds, Runnable onEventFdsReadable, int cpu, boolean inline) {
         this.name = name;
         this.mode = mode;
         this.eventFds = eventFds.clone();
         this.onEventFdsReadable = onEventFdsReadable;
+        this.cpu = cpu;
+        this.inline = inline;
         this.wakeFd = LibC.eventFd();
         this.pollfds = arena.allocate(LibC.POLLFD, eventFds.length + 1);
+        if (inline) {
+            this.thread = null;
+            return;
+        }
         this.thread = Thread.ofPlatform().name(name).daemon(true).unstarted(this::run);
         thread.start();
+        try {
+            started.get(10, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+        } catch (InterruptedException | java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException(name + " did not start", e);
+        }
+    }
+
+    /** The kernel thread id (for /proc/self/task/TID), once started; 0 for an inline one. */
+    public int tid() {
+        return tid;
+    }
+
+    /** The CPU it is pinned to, or -1. */
+    public int cpu() {
+        return cpu;
+    }
+
+    public boolean isInline() {
+        return inline;
+    }
+
+    /**
+     * Inline only: one pass (tasks, then every source) on the calling thread; returns the work
+     * done. Returns 0 at once when another thread is polling, or when called from inside a pass.
+     */
+    public int poll() {
+        if (!inline) {
+            throw new IllegalStateException(name + " has its own thread: poll() is for the INLINE mode");
+        }
+        if (driver == Thread.currentThread() || !pollLock.tryLock()) {
+            return 0;
+        }
+        driver = Thread.currentThread();
+        try {
+            int work = runTasks();
+            for (int i = 0; i < sources.size(); i++) {
+                work += sources.get(i).poll();
+            }
+            if (work == 0) {
+                for (int i = 0; i < timers.size(); i++) {
+                    timers.get(i).getAsInt();
+                }
+            }
+            return work;
+        } finally {
+            driver = null;
+            pollLock.unlock();
+        }
+    }
+
+    /**
+     * Waits for {@code f}, up to {@code timeoutNanos}; inline, by polling meanwhile. Used by the
+     * library's blocking calls, so that they also work where no IO thread runs.
+     */
+    public <T> T await(CompletableFuture<T> f, long timeoutNanos)
+            throws InterruptedException, java.util.concurrent.ExecutionException, java.util.concurrent.TimeoutException {
+        if (!inline) {
+            return f.get(timeoutNanos, TimeUnit.NANOSECONDS);
+        }
+        long deadline = System.nanoTime() + timeoutNanos;
+        while (!f.isDone()) {
+            if (poll() == 0) {
+                Thread.onSpinWait();
+            }
+            if (Thread.interrupted()) {
+                throw new InterruptedException();
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new java.util.concurrent.TimeoutException();
+            }
+        }
+        return f.get();
     }
 
     public String name() {
@@ -74,7 +183,7 @@ public final class IoThread implements AutoCloseable {
     }
 
     public boolean inThisThread() {
-        return Thread.currentThread() == thread;
+        return inline ? driver == Thread.currentThread() : Thread.currentThread() == thread;
     }
 
     /** Runs {@code task} on this thread soon (at once if called on it). */
@@ -87,7 +196,7 @@ public final class IoThread implements AutoCloseable {
             throw new IllegalStateException(name + " is closed");
         }
         tasks.add(task);
-        if (sleeping) {
+        if (!inline && sleeping) {
             wake();
         }
     }
@@ -121,6 +230,19 @@ public final class IoThread implements AutoCloseable {
 
     private void run() {
         int idlePasses = 0;
+        try {
+            tid = LibC.gettid();
+            if (cpu >= 0) {
+                LibC.pinCurrentThread(cpu);
+            }
+        } catch (RuntimeException e) {
+            closeFd();
+            arena.close();
+            started.completeExceptionally(e);
+            stopped.complete(null);
+            return;
+        }
+        started.complete(null);
         try {
             while (running) {
                 int work = runTasks();
@@ -202,6 +324,20 @@ public final class IoThread implements AutoCloseable {
             return;
         }
         running = false;
+        if (inline) {
+            pollLock.lock();
+            try {
+                driver = Thread.currentThread();
+                runTasks();
+            } finally {
+                driver = null;
+                pollLock.unlock();
+            }
+            closeFd();
+            arena.close();
+            stopped.complete(null);
+            return;
+        }
         wake();
         if (!inThisThread()) {
             try {

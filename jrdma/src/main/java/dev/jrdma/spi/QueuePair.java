@@ -28,6 +28,29 @@ public interface QueuePair {
     int postSend(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr, int rkey,
                  long compareAdd, long swap, int imm);
 
+    /**
+     * How many requests {@link #stage} can hold for one {@link #postStaged}: at least the granted
+     * send depth, so a chain never has to be cut for lack of room here.
+     */
+    int chainCapacity();
+
+    /**
+     * Fills request {@code index} of the chain (same arguments as {@link #postSend}); nothing is
+     * posted until {@link #postStaged}.
+     */
+    void stage(int index, long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
+               int rkey, long compareAdd, long swap, int imm);
+
+    /**
+     * Posts staged requests {@code 0..count-1} as one linked list: one call, one doorbell.
+     * Returns 0, or an errno; then {@link #firstUnposted()} says where the device stopped (the
+     * requests before it were posted and will complete, the rest were not).
+     */
+    int postStaged(int count);
+
+    /** After {@link #postStaged} failed: the index of the first request that was not posted. */
+    int firstUnposted();
+
     /** Posts one receive of {@code length} bytes at {@code localAddr}. */
     int postRecv(long wrId, long localAddr, int length, int lkey);
 

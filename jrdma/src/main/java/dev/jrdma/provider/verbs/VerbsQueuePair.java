@@ -16,9 +16,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * An RC {@code ibv_qp} made by {@code rdma_create_qp}. One work request, one SGE and the bad-wr
- * slot are allocated once and refilled per post: posting allocates nothing, and so is not
- * thread-safe (the API layer serialises posts per connection).
+ * An RC {@code ibv_qp} made by {@code rdma_create_qp}. An array of send work requests (one per
+ * send-queue entry, each with its SGE), one receive request and the bad-wr slot are allocated
+ * once and refilled per post: posting allocates nothing, and so is not thread-safe (the API
+ * layer serialises posts per connection). A chain is the first {@code n} of the array linked by
+ * {@code next}, posted with one {@code ibv_post_send}: one doorbell.
  */
 final class VerbsQueuePair implements QueuePair {
     private final MemorySegment qp;
@@ -27,9 +29,13 @@ final class VerbsQueuePair implements QueuePair {
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment sendWr = arena.allocate(IbvSendWr.LAYOUT);
+    private final int chainCapacity;
+    private final MemorySegment sendWrs;
+    private final MemorySegment sendSges;
+    /** Views of each request and SGE, made once: the post path creates no segments. */
+    private final MemorySegment[] wrAt;
+    private final MemorySegment[] sgeAt;
     private final MemorySegment recvWr = arena.allocate(IbvRecvWr.LAYOUT);
-    private final MemorySegment sendSge = arena.allocate(IbvSge.LAYOUT);
     private final MemorySegment recvSge = arena.allocate(IbvSge.LAYOUT);
     private final MemorySegment badWr = arena.allocate(ValueLayout.ADDRESS);
 
@@ -41,6 +47,15 @@ final class VerbsQueuePair implements QueuePair {
                 asked.responderResources(), asked.initiatorDepth(), asked.retryCount(), asked.rnrRetry());
         this.postSendFn = IbvContext.postSendFn(context);
         this.postRecvFn = IbvContext.postRecvFn(context);
+        this.chainCapacity = Math.max(1, granted.sendDepth());
+        this.sendWrs = arena.allocate(IbvSendWr.LAYOUT, chainCapacity);
+        this.sendSges = arena.allocate(IbvSge.LAYOUT, chainCapacity);
+        this.wrAt = new MemorySegment[chainCapacity];
+        this.sgeAt = new MemorySegment[chainCapacity];
+        for (int i = 0; i < chainCapacity; i++) {
+            wrAt[i] = sendWrs.asSlice(i * IbvSendWr.LAYOUT.byteSize(), IbvSendWr.LAYOUT);
+            sgeAt[i] = sendSges.asSlice(i * IbvSge.LAYOUT.byteSize(), IbvSge.LAYOUT);
+        }
     }
 
     @Override
@@ -56,15 +71,46 @@ final class VerbsQueuePair implements QueuePair {
     @Override
     public int postSend(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
                         int rkey, long compareAdd, long swap, int imm) {
-        IbvSge.set(sendSge, localAddr, length, lkey);
-        IbvSendWr.set(sendWr, wrId, sendSge, length == 0 ? 0 : 1, opcode, flags);
+        stage(0, wrId, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, imm);
+        return postStaged(1);
+    }
+
+    @Override
+    public int chainCapacity() {
+        return chainCapacity;
+    }
+
+    @Override
+    public void stage(int index, long wrId, int opcode, int flags, long localAddr, int length, int lkey,
+                      long remoteAddr, int rkey, long compareAdd, long swap, int imm) {
+        MemorySegment wr = wrAt[index];
+        MemorySegment sge = sgeAt[index];
+        IbvSge.set(sge, localAddr, length, lkey);
+        IbvSendWr.set(wr, wrId, sge, length == 0 ? 0 : 1, opcode, flags);
         if (opcode == WR_ATOMIC_CMP_AND_SWP || opcode == WR_ATOMIC_FETCH_AND_ADD) {
-            IbvSendWr.atomic(sendWr, remoteAddr, rkey, compareAdd, swap);
+            IbvSendWr.atomic(wr, remoteAddr, rkey, compareAdd, swap);
         } else {
-            IbvSendWr.rdma(sendWr, remoteAddr, rkey);
-            IbvSendWr.immData(sendWr, imm);
+            IbvSendWr.rdma(wr, remoteAddr, rkey);
+            IbvSendWr.immData(wr, imm);
         }
-        return LibIbverbs.postSend(postSendFn, qp, sendWr, badWr);
+    }
+
+    @Override
+    public int postStaged(int count) {
+        for (int i = 0; i < count - 1; i++) {
+            IbvSendWr.next(wrAt[i], wrAt[i + 1]);
+        }
+        IbvSendWr.next(wrAt[count - 1], MemorySegment.NULL);
+        return LibIbverbs.postSend(postSendFn, qp, sendWrs, badWr);
+    }
+
+    @Override
+    public int firstUnposted() {
+        long bad = badWr.get(ValueLayout.ADDRESS, 0).address();
+        if (bad == 0) {
+            return 0;
+        }
+        return (int) ((bad - sendWrs.address()) / IbvSendWr.LAYOUT.byteSize());
     }
 
     @Override

@@ -4,6 +4,7 @@ import static dev.jrdma.provider.verbs.ffi.CLayouts.*;
 import static java.lang.foreign.FunctionDescriptor.of;
 
 import java.lang.foreign.Linker;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.lang.invoke.MethodHandle;
@@ -33,6 +34,8 @@ public final class LibC {
     private static final MethodHandle READ = Downcalls.withErrno(LIB, "read", of(SSIZE_T, INT, PTR, SIZE_T));
     private static final MethodHandle WRITE = Downcalls.withErrno(LIB, "write", of(SSIZE_T, INT, PTR, SIZE_T));
     private static final MethodHandle CLOSE = Downcalls.withErrno(LIB, "close", of(INT, INT));
+    private static final MethodHandle SCHED_SETAFFINITY = Downcalls.withErrno(LIB, "sched_setaffinity", of(INT, INT, SIZE_T, PTR));
+    private static final MethodHandle GETTID = Downcalls.withErrno(LIB, "gettid", of(INT));
     private static final int EFD_NONBLOCK = 04000, EFD_CLOEXEC = 02000000;
 
     private LibC() {
@@ -112,6 +115,38 @@ public final class LibC {
                 throw Errno.failure("read", "eventfd " + fd);
             }
             return n == 8;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /**
+     * Pins the calling thread to {@code cpu}: {@code sched_setaffinity(0, ...)} with a mask of that
+     * one CPU (a {@code cpu_set_t} of 1024 bits, glibc's size).
+     */
+    public static void pinCurrentThread(int cpu) {
+        if (cpu < 0 || cpu >= 1024) {
+            throw new IllegalArgumentException("cpu " + cpu + " is outside 0..1023 (cpu_set_t)");
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment mask = a.allocate(128);
+            mask.set(java.lang.foreign.ValueLayout.JAVA_BYTE, cpu / 8, (byte) (1 << (cpu % 8)));
+            if ((int) SCHED_SETAFFINITY.invokeExact(Errno.capture(), 0, 128L, mask) < 0) {
+                throw Errno.failure("sched_setaffinity", "cpu " + cpu);
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** The calling thread's kernel id (its /proc/self/task/TID). */
+    public static int gettid() {
+        try {
+            return (int) GETTID.invokeExact(Errno.capture());
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {
