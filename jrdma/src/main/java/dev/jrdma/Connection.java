@@ -169,6 +169,7 @@ public final class Connection implements AutoCloseable {
     /** The QP exists (INIT): post every receive, before the peer can send. */
     void onQueuePair(QueuePair qp) {
         this.qp = qp;
+        rdma.queuePairCreated(qp.qpNum(), this);
         synchronized (postLock) {
             for (int i = 0; i < config.receiveQueueDepth(); i++) {
                 postReceive(i);
@@ -1118,6 +1119,21 @@ public final class Connection implements AutoCloseable {
     }
 
     // ---------------------------------------------------------------- going down
+
+    /**
+     * The device reported a fatal event for this QP: the connection is in ERROR, and the QP is
+     * put in error, so every outstanding operation completes (flushed) with that cause.
+     */
+    void deviceFailed(String why) {
+        markError(new ConnectionClosedException("the connection to " + remoteAddress + " failed: " + why));
+        if (qp != null && !released.isDone()) {
+            try {
+                qp.moveToError();
+            } catch (RdmaException e) {
+                LOG.log(System.Logger.Level.DEBUG, "moving the QP to error: {0}", e.getMessage());
+            }
+        }
+    }
 
     /** The peer disconnected (or the device went away): flush, fail, free. On the IO thread. */
     void peerDisconnected() {

@@ -58,11 +58,15 @@ public final class Rdma implements AutoCloseable {
     private final Set<RdmaServer> servers = ConcurrentHashMap.newKeySet();
     private final Set<LocalRegion> regions = ConcurrentHashMap.newKeySet();
     private final CmEventHandler cmHandler = new CmHandler();
+    /** Connections by QP number, for device events about a QP. */
+    private final java.util.Map<Integer, Connection> byQpNum = new ConcurrentHashMap<>();
+    private final Consumer<DeviceEvent> onDeviceEvent;
     private volatile boolean closed;
 
     private Rdma(Builder b) {
         this.provider = b.chooseProvider();
         this.device = provider.open(b.device);
+        this.onDeviceEvent = b.onDeviceEvent;
         int n = Math.max(1, b.ioThreads);
         this.io = new IoThread[n];
         this.channels = new CompletionChannel[n];
@@ -72,7 +76,8 @@ public final class Rdma implements AutoCloseable {
             for (int i = 0; i < n; i++) {
                 channels[i] = device.createCompletionChannel();
                 CompletionChannel ch = channels[i];
-                int[] fds = i == 0 ? new int[] {ch.fd(), manager.fd()} : new int[] {ch.fd()};
+                int[] fds = i != 0 ? new int[] {ch.fd()}
+                        : device.eventFd() < 0 ? new int[] {ch.fd(), manager.fd()} : new int[] {ch.fd(), manager.fd(), device.eventFd()};
                 String name = "jrdma-io-" + device.name() + "-" + i;
                 io[i] = b.ioThreads == INLINE ? IoThread.inline(name, fds, ch::drainEvents)
                         : new IoThread(name, b.completionMode, fds, ch::drainEvents,
@@ -80,6 +85,9 @@ public final class Rdma implements AutoCloseable {
             }
             ConnectionManager m = manager;
             io[0].execute(() -> io[0].add(() -> m.processEvents(cmHandler)));
+            device.onEvents(this::onDeviceEvent);
+            // Device events are rare: read them on the timer (every sleep, and every 1024 idle passes).
+            io[0].execute(() -> io[0].addTimer(device::pollEvents));
         } catch (RuntimeException e) {
             for (IoThread t : io) {
                 if (t != null) {
@@ -300,6 +308,39 @@ public final class Rdma implements AutoCloseable {
 
     void forget(Connection c) {
         connections.remove(c);
+        byQpNum.values().remove(c);
+    }
+
+    void queuePairCreated(int qpNum, Connection c) {
+        byQpNum.put(qpNum, c);
+    }
+
+    /** On IO thread 0: a fatal event fails its connection (or all, for the device), then the listener hears of it. */
+    private void onDeviceEvent(String type, boolean fatal, int qpNum, int port) {
+        Connection c = qpNum < 0 ? null : byQpNum.get(qpNum);
+        if (qpNum >= 0 && c == null) {
+            return;   // another instance's QP on the same device
+        }
+        LOG.log(fatal ? System.Logger.Level.WARNING : System.Logger.Level.INFO, "{0}: {1}{2}{3}", device.name(), type,
+                port >= 0 ? " on port " + port : "", c != null ? " for " + c : "");
+        if (fatal) {
+            String why = device.name() + " reported " + type + (c != null ? " for the QP " + qpNum : "");
+            if (c != null) {
+                c.io.execute(() -> c.deviceFailed(why));
+            } else if (type.equals("IBV_EVENT_DEVICE_FATAL")) {
+                for (Connection each : connections) {
+                    each.io.execute(() -> each.deviceFailed(why));
+                }
+            }
+        }
+        Consumer<DeviceEvent> l = onDeviceEvent;
+        if (l != null) {
+            try {
+                l.accept(new DeviceEvent(device.name(), type, fatal, port, qpNum, c));
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "the device event listener threw", e);
+            }
+        }
     }
 
     /** Acknowledges pending CQ events of an IO thread's channel (before a CQ is destroyed). */
@@ -445,6 +486,7 @@ public final class Rdma implements AutoCloseable {
         private CompletionMode completionMode = CompletionMode.ADAPTIVE;
         private int ioThreads = 1;
         private int[] cpus = new int[0];
+        private Consumer<DeviceEvent> onDeviceEvent;
 
         private Builder() {
         }
@@ -475,6 +517,16 @@ public final class Rdma implements AutoCloseable {
                 throw new IllegalArgumentException("ioThreads must be in 0..256 (0: Rdma.INLINE), not " + n);
             }
             ioThreads = n;
+            return this;
+        }
+
+        /**
+         * Receives the device's asynchronous events (port up/down, fatal QP or device errors), on
+         * IO thread 0; every event is also logged. A fatal one has already put its connection in
+         * ERROR when the listener hears of it.
+         */
+        public Builder onDeviceEvent(Consumer<DeviceEvent> listener) {
+            onDeviceEvent = listener;
             return this;
         }
 

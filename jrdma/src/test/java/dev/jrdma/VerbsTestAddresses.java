@@ -33,4 +33,18 @@ final class VerbsTestAddresses {
         }
         return v;
     }
+
+    /**
+     * The class path for a child JVM that runs test code: the library's classes and the tests'
+     * (the JUnit console launcher loads them itself, so java.class.path does not have them).
+     */
+    static String childClassPath() {
+        try {
+            return java.nio.file.Path.of(Rdma.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+                    + java.io.File.pathSeparator
+                    + java.nio.file.Path.of(VerbsTestAddresses.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (java.net.URISyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+    }
 }

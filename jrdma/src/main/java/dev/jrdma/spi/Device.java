@@ -29,6 +29,18 @@ public interface Device extends AutoCloseable {
     /** A connection manager: listen, connect, accept, with its events on one fd. */
     ConnectionManager createConnectionManager();
 
+    /**
+     * An fd that becomes readable when the device has asynchronous events to read with
+     * {@link #pollEvents}, or -1 when it has no such fd.
+     */
+    int eventFd();
+
+    /** Sets who receives this device's asynchronous events (null: they are only logged). */
+    void onEvents(DeviceEventHandler handler);
+
+    /** Reads the device's pending asynchronous events, without blocking, into the handler; returns how many. */
+    int pollEvents();
+
     /** Frees the protection domain; everything made on the device must be closed first. */
     @Override
     void close();

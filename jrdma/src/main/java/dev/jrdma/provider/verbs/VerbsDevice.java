@@ -2,7 +2,10 @@ package dev.jrdma.provider.verbs;
 
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.provider.verbs.VerbsDevices.DeviceInfo;
+import dev.jrdma.provider.verbs.ffi.IbvAsyncEvent;
 import dev.jrdma.provider.verbs.ffi.IbvContext;
+import dev.jrdma.provider.verbs.ffi.IbvQp;
+import dev.jrdma.provider.verbs.ffi.LibC;
 import dev.jrdma.provider.verbs.ffi.IbvGidEntry;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
 import dev.jrdma.provider.verbs.ffi.LibRdmacm;
@@ -11,6 +14,7 @@ import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.DeviceCapabilities;
+import dev.jrdma.spi.DeviceEventHandler;
 import dev.jrdma.spi.MemoryRegistration;
 
 import java.lang.foreign.Arena;
@@ -20,19 +24,32 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * A device opened for connections: librdmacm's own verbs context for it (every rdma_cm id on the
  * device carries that same context, so one protection domain serves all its connections) and a
  * PD on it.
+ *
+ * <p>That context, and so its async-event fd, is one per process and device: every VerbsDevice
+ * open on it gets every event (whichever reads one hands it to all), as two Rdma instances on one
+ * device must both hear of a port going down.
  */
 final class VerbsDevice implements Device {
+    private static final System.Logger LOG = System.getLogger("dev.jrdma");
+    /** The open devices by their context's address, for the fan-out of async events. */
+    private static final Map<Long, List<VerbsDevice>> OPEN = new ConcurrentHashMap<>();
     private final DeviceInfo info;
     private final DeviceCapabilities capabilities;
     final MemorySegment context;
     final MemorySegment pd;
     private final InetAddress sourceAddress;
     private boolean closed;
+    private volatile DeviceEventHandler eventHandler;
+    private final Arena eventArena = Arena.ofShared();
+    private final MemorySegment event = eventArena.allocate(IbvAsyncEvent.LAYOUT);
 
     private VerbsDevice(DeviceInfo info, MemorySegment context) {
         this.info = info;
@@ -41,6 +58,8 @@ final class VerbsDevice implements Device {
         this.capabilities = new DeviceCapabilities(info.maxQpWr(), info.maxSge(), info.maxCqe(), info.maxQpRdAtom(),
                 info.maxQpInitRdAtom(), info.maxMrSize(), info.atomics(), false, info.srq(), info.odp());
         this.pd = LibIbverbs.allocPd(context);
+        LibC.setNonBlocking(IbvContext.asyncFd(context));
+        OPEN.computeIfAbsent(context.address(), k -> new CopyOnWriteArrayList<>()).add(this);
     }
 
     /** {@code name} null: the first device with an active port. */
@@ -152,10 +171,56 @@ final class VerbsDevice implements Device {
     }
 
     @Override
+    public int eventFd() {
+        return IbvContext.asyncFd(context);
+    }
+
+    @Override
+    public void onEvents(DeviceEventHandler handler) {
+        eventHandler = handler;
+    }
+
+    @Override
+    public int pollEvents() {
+        int n = 0;
+        synchronized (VerbsDevice.class) {   // one reader of the shared fd at a time; the event buffer is ours
+            while (LibIbverbs.tryGetAsyncEvent(context, event)) {
+                n++;
+                int type = IbvAsyncEvent.eventType(event);
+                int qpNum = IbvAsyncEvent.aboutQp(type)
+                        ? IbvQp.qpNum(IbvAsyncEvent.element(event).reinterpret(IbvQp.LAYOUT.byteSize())) : -1;
+                int port = IbvAsyncEvent.aboutPort(type) ? IbvAsyncEvent.portNum(event) : -1;
+                LibIbverbs.ackAsyncEvent(event);
+                String name = IbvAsyncEvent.name(type);
+                boolean fatal = IbvAsyncEvent.fatal(type);
+                for (VerbsDevice d : OPEN.getOrDefault(context.address(), List.of())) {
+                    DeviceEventHandler h = d.eventHandler;
+                    if (h == null) {
+                        continue;
+                    }
+                    try {
+                        h.onDeviceEvent(name, fatal, qpNum, port);
+                    } catch (RuntimeException e) {
+                        LOG.log(System.Logger.Level.WARNING, "a device event handler threw on " + name, e);
+                    }
+                }
+            }
+        }
+        return n;
+    }
+
+    @Override
     public synchronized void close() {
         if (!closed) {
             closed = true;
+            List<VerbsDevice> same = OPEN.get(context.address());
+            if (same != null) {
+                same.remove(this);
+            }
             LibIbverbs.deallocPd(pd);
+            synchronized (VerbsDevice.class) {
+                eventArena.close();
+            }
         }
     }
 }

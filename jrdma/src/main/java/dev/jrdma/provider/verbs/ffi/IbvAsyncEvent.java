@@ -18,7 +18,35 @@ public final class IbvAsyncEvent {
             LID_CHANGE = 11, PKEY_CHANGE = 12, SM_CHANGE = 13, SRQ_ERR = 14, SRQ_LIMIT_REACHED = 15,
             QP_LAST_WQE_REACHED = 16, CLIENT_REREGISTER = 17, GID_CHANGE = 18, WQ_FATAL = 19;
 
+    private static final String[] NAMES = {"CQ_ERR", "QP_FATAL", "QP_REQ_ERR", "QP_ACCESS_ERR", "COMM_EST",
+            "SQ_DRAINED", "PATH_MIG", "PATH_MIG_ERR", "DEVICE_FATAL", "PORT_ACTIVE", "PORT_ERR", "LID_CHANGE",
+            "PKEY_CHANGE", "SM_CHANGE", "SRQ_ERR", "SRQ_LIMIT_REACHED", "QP_LAST_WQE_REACHED", "CLIENT_REREGISTER",
+            "GID_CHANGE", "WQ_FATAL"};
+
     private IbvAsyncEvent() {
+    }
+
+    /** "IBV_EVENT_QP_FATAL"... as verbs.h spells it. */
+    public static String name(int type) {
+        return type >= 0 && type < NAMES.length ? "IBV_EVENT_" + NAMES[type] : "IBV_EVENT_" + type;
+    }
+
+    /** Events whose element is a QP. */
+    public static boolean aboutQp(int type) {
+        return type == QP_FATAL || type == QP_REQ_ERR || type == QP_ACCESS_ERR || type == COMM_EST || type == SQ_DRAINED
+                || type == PATH_MIG || type == PATH_MIG_ERR || type == QP_LAST_WQE_REACHED;
+    }
+
+    /** Events whose element is a port number. */
+    public static boolean aboutPort(int type) {
+        return type == PORT_ACTIVE || type == PORT_ERR || type == LID_CHANGE || type == PKEY_CHANGE || type == SM_CHANGE
+                || type == CLIENT_REREGISTER || type == GID_CHANGE;
+    }
+
+    /** Events after which the QP, CQ or device can no longer be used. */
+    public static boolean fatal(int type) {
+        return type == QP_FATAL || type == QP_REQ_ERR || type == QP_ACCESS_ERR || type == CQ_ERR || type == DEVICE_FATAL
+                || type == PATH_MIG_ERR || type == SRQ_ERR || type == WQ_FATAL;
     }
 
     public static int eventType(MemorySegment e) { return e.get(INT, offset(LAYOUT, "event_type")); }

@@ -508,6 +508,26 @@ public final class LibIbverbs {
         }
     }
 
+    /**
+     * {@code ibv_get_async_event} on a context whose {@code async_fd} is non-blocking: true with
+     * an event in {@code event} (acknowledge it), false when there is none now (EAGAIN).
+     */
+    public static boolean tryGetAsyncEvent(MemorySegment context, MemorySegment event) {
+        try {
+            int rc = (int) GET_ASYNC_EVENT.invokeExact(Errno.capture(), context, event);
+            if (rc == 0) {
+                return true;
+            }
+            int errno = Errno.last();
+            if (errno == Errno.EAGAIN) {
+                return false;
+            }
+            throw Errno.failure("ibv_get_async_event", errno, null);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     public static void ackAsyncEvent(MemorySegment event) {
         try {
             ACK_ASYNC_EVENT.invokeExact(event);

@@ -25,10 +25,10 @@ import org.junit.jupiter.api.Test;
  * no file descriptor, no mapping of the uverbs device, and no thread other than the JVM's own.
  */
 @Tag("verbs")
-class VerbsLeakTest {
+public class VerbsLeakTest {
     private static final long PID = ProcessHandle.current().pid();
 
-    record Snapshot(Map<String, Integer> rdmaObjects, int fds, int uverbsMappings, List<String> threads) {
+    public record Snapshot(Map<String, Integer> rdmaObjects, int fds, int uverbsMappings, List<String> threads) {
     }
 
     private static void cycle() {
@@ -43,7 +43,7 @@ class VerbsLeakTest {
         }
     }
 
-    static Snapshot snapshot() throws IOException, InterruptedException {
+    public static Snapshot snapshot() throws IOException, InterruptedException {
         Map<String, Integer> objects = new TreeMap<>();
         for (String kind : List.of("qp", "cq", "pd", "mr", "cm_id")) {
             objects.put(kind, countOwned(kind));
