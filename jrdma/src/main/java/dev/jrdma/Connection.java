@@ -384,8 +384,15 @@ public final class Connection implements AutoCloseable {
      * those of {@code swap} and the others stay. Completes with the prior value.
      *
      * <p>Where the device has no masked atomics (no upstream verbs device exposes them; see
-     * {@link dev.jrdma.spi.DeviceCapabilities#maskedAtomics()}) this is emulated with a
-     * compare-and-swap loop, see {@link MaskedAtomics} for exactly what is atomic.
+     * {@link dev.jrdma.spi.DeviceCapabilities#maskedAtomics()}) this is emulated, as are
+     * {@link #maskedFetchAndAdd} and {@link #atomicWrite}: each attempt is one RDMA
+     * compare-and-swap of the whole word, expecting the value the previous attempt saw (the
+     * first expects 0). The operation takes effect at the attempt whose CAS succeeds, or, when
+     * the value seen needs no change, at the CAS that saw it. So it is atomic and linearisable
+     * towards every other atomic on the word (native or emulated, from any peer), but not
+     * towards plain RDMA writes or CPU stores to it. It is lock-free, not wait-free: under
+     * contention it retries, and after the connection's timeout it fails with
+     * {@link RdmaTimeoutException}. Each attempt is one round trip.
      */
     public CompletableFuture<Long> maskedCompareAndSwap(RemoteRegion remote, long compare, long compareMask, long swap,
                                                         long swapMask) {
