@@ -396,34 +396,16 @@ public final class Connection implements AutoCloseable {
      */
     public CompletableFuture<Long> maskedCompareAndSwap(RemoteRegion remote, long compare, long compareMask, long swap,
                                                         long swapMask) {
-        CompletableFuture<Long> f = new CompletableFuture<>();
-        try {
-            postEmulated(EMU_MASKED_CAS, "maskedCompareAndSwap", remote, compare, compareMask, swap, swapMask, LONG_FUTURE, f, null);
-        } catch (RuntimeException e) {
-            f.completeExceptionally(e);
-        }
-        return f;
+        return emulatedFuture(EMU_MASKED_CAS, remote, compare, compareMask, swap, swapMask, LONG_FUTURE);
     }
 
     public <A> void maskedCompareAndSwap(RemoteRegion remote, long compare, long compareMask, long swap, long swapMask,
                                          A attachment, CompletionHandler<Long, ? super A> handler) {
-        try {
-            postEmulated(EMU_MASKED_CAS, "maskedCompareAndSwap", remote, compare, compareMask, swap, swapMask, LONG_HANDLER,
-                    handler, attachment);
-        } catch (RuntimeException e) {
-            handler.failed(e, attachment);
-        }
+        emulatedHandler(EMU_MASKED_CAS, remote, compare, compareMask, swap, swapMask, LONG_HANDLER, attachment, handler);
     }
 
     public long maskedCompareAndSwapSync(RemoteRegion remote, long compare, long compareMask, long swap, long swapMask) {
-        SyncWaiter w = SyncWaiter.forThisThread(io);
-        try {
-            postEmulated(EMU_MASKED_CAS, "maskedCompareAndSwap", remote, compare, compareMask, swap, swapMask, LONG_HANDLER, w, null);
-        } catch (RuntimeException e) {
-            w.reset();
-            throw e;
-        }
-        return w.await(this);
+        return emulatedSync(EMU_MASKED_CAS, remote, compare, compareMask, swap, swapMask);
     }
 
     /**
@@ -433,33 +415,16 @@ public final class Connection implements AutoCloseable {
      * Completes with the prior value. Emulated like {@link #maskedCompareAndSwap}.
      */
     public CompletableFuture<Long> maskedFetchAndAdd(RemoteRegion remote, long add, long fieldBoundaryMask) {
-        CompletableFuture<Long> f = new CompletableFuture<>();
-        try {
-            postEmulated(EMU_MASKED_FAA, "maskedFetchAndAdd", remote, add, fieldBoundaryMask, 0, 0, LONG_FUTURE, f, null);
-        } catch (RuntimeException e) {
-            f.completeExceptionally(e);
-        }
-        return f;
+        return emulatedFuture(EMU_MASKED_FAA, remote, add, fieldBoundaryMask, 0, 0, LONG_FUTURE);
     }
 
     public <A> void maskedFetchAndAdd(RemoteRegion remote, long add, long fieldBoundaryMask, A attachment,
                                       CompletionHandler<Long, ? super A> handler) {
-        try {
-            postEmulated(EMU_MASKED_FAA, "maskedFetchAndAdd", remote, add, fieldBoundaryMask, 0, 0, LONG_HANDLER, handler, attachment);
-        } catch (RuntimeException e) {
-            handler.failed(e, attachment);
-        }
+        emulatedHandler(EMU_MASKED_FAA, remote, add, fieldBoundaryMask, 0, 0, LONG_HANDLER, attachment, handler);
     }
 
     public long maskedFetchAndAddSync(RemoteRegion remote, long add, long fieldBoundaryMask) {
-        SyncWaiter w = SyncWaiter.forThisThread(io);
-        try {
-            postEmulated(EMU_MASKED_FAA, "maskedFetchAndAdd", remote, add, fieldBoundaryMask, 0, 0, LONG_HANDLER, w, null);
-        } catch (RuntimeException e) {
-            w.reset();
-            throw e;
-        }
-        return w.await(this);
+        return emulatedSync(EMU_MASKED_FAA, remote, add, fieldBoundaryMask, 0, 0);
     }
 
     /**
@@ -469,32 +434,45 @@ public final class Connection implements AutoCloseable {
      * 45 and a device that has it), so it is a compare-and-swap loop (see {@link MaskedAtomics}).
      */
     public CompletableFuture<Void> atomicWrite(RemoteRegion remote, long value) {
-        CompletableFuture<Void> f = new CompletableFuture<>();
+        return emulatedFuture(EMU_ATOMIC_WRITE, remote, value, 0, 0, 0, VOID_FUTURE);
+    }
+
+    public <A> void atomicWrite(RemoteRegion remote, long value, A attachment, CompletionHandler<Void, ? super A> handler) {
+        emulatedHandler(EMU_ATOMIC_WRITE, remote, value, 0, 0, 0, VOID_HANDLER, attachment, handler);
+    }
+
+    public void atomicWriteSync(RemoteRegion remote, long value) {
+        emulatedSync(EMU_ATOMIC_WRITE, remote, value, 0, 0, 0);
+    }
+
+    private <T> CompletableFuture<T> emulatedFuture(byte emuKind, RemoteRegion remote, long a, long b, long c, long d, byte k) {
+        CompletableFuture<T> f = new CompletableFuture<>();
         try {
-            postEmulated(EMU_ATOMIC_WRITE, "atomicWrite", remote, value, 0, 0, 0, VOID_FUTURE, f, null);
+            postEmulated(emuKind, remote, a, b, c, d, k, f, null);
         } catch (RuntimeException e) {
             f.completeExceptionally(e);
         }
         return f;
     }
 
-    public <A> void atomicWrite(RemoteRegion remote, long value, A attachment, CompletionHandler<Void, ? super A> handler) {
+    private <A> void emulatedHandler(byte emuKind, RemoteRegion remote, long a, long b, long c, long d, byte k,
+                                     A attachment, CompletionHandler<?, ? super A> handler) {
         try {
-            postEmulated(EMU_ATOMIC_WRITE, "atomicWrite", remote, value, 0, 0, 0, VOID_HANDLER, handler, attachment);
+            postEmulated(emuKind, remote, a, b, c, d, k, handler, attachment);
         } catch (RuntimeException e) {
             handler.failed(e, attachment);
         }
     }
 
-    public void atomicWriteSync(RemoteRegion remote, long value) {
+    private long emulatedSync(byte emuKind, RemoteRegion remote, long a, long b, long c, long d) {
         SyncWaiter w = SyncWaiter.forThisThread(io);
         try {
-            postEmulated(EMU_ATOMIC_WRITE, "atomicWrite", remote, value, 0, 0, 0, VOID_HANDLER, w, null);
+            postEmulated(emuKind, remote, a, b, c, d, LONG_HANDLER, w, null);
         } catch (RuntimeException e) {
             w.reset();
             throw e;
         }
-        w.await(this);
+        return w.await(this);
     }
 
     // ---------------------------------------------------------------- flush
@@ -748,8 +726,9 @@ public final class Connection implements AutoCloseable {
     }
 
     /** Starts an emulated atomic: its first step is a compare-and-swap that assumes the word is 0. */
-    private void postEmulated(byte emuKind, String op, RemoteRegion remote, long a, long b, long c, long d, byte k,
+    private void postEmulated(byte emuKind, RemoteRegion remote, long a, long b, long c, long d, byte k,
                               Object completion, Object attachment) {
+        String op = MaskedAtomics.name(emuKind);
         validate(QueuePair.WR_ATOMIC_CMP_AND_SWP, null, remote);
         checkUsable(op);
         synchronized (postLock) {
@@ -897,6 +876,8 @@ public final class Connection implements AutoCloseable {
     private long doneValue;
     private int doneIndex;
     private int doneOpcode;
+    /** Why the emulated atomic of the completion being handled failed; null when it did not. */
+    private RdmaException emulationFailure;
 
     /** Loads the finished operation of {@code slot} into the done* fields and frees the slot. Under postLock. */
     private void takeDone(int slot) {
@@ -930,14 +911,11 @@ public final class Connection implements AutoCloseable {
             }
             finish(doneKind, doneCompletion, doneAttachment, doneValue, doneIndex, null);
         }
-        RdmaException emulationFailure = null;
+        emulationFailure = null;
         synchronized (postLock) {
             ringPopHead();
-            if (status == WorkCompletion.SUCCESS && emu[slot] != EMU_NONE) {
-                emulationFailure = continueEmulation(slot);
-                if (emulationFailure == null && kind[slot] != 0 && emu[slot] != EMU_NONE && ringContainsTail(slot)) {
-                    return;   // the next compare-and-swap is posted on the same slot
-                }
+            if (status == WorkCompletion.SUCCESS && emu[slot] != EMU_NONE && continueEmulation(slot)) {
+                return;   // the next compare-and-swap is posted on the same slot
             }
             takeDone(slot);
         }
@@ -968,33 +946,32 @@ public final class Connection implements AutoCloseable {
         finish(doneKind, doneCompletion, doneAttachment, 0, doneIndex, e);
     }
 
-    private boolean ringContainsTail(int slot) {
-        return ringCount > 0 && ring[(ringHead + ringCount - 1) % ring.length] == slot;
-    }
-
     /**
      * One step of an emulated atomic whose compare-and-swap just returned the word's value
      * {@code v}: done when that CAS took effect ({@code v} is what it expected) or when {@code v}
-     * needs no change; else the next CAS goes out on the same slot. Returns the failure, or null
-     * (done, or posted: the slot is then at the ring's tail). Under postLock.
+     * needs no change; else the next CAS goes out on the same slot. Returns true when it was
+     * posted; false when the operation is over: done, or failed with {@link #emulationFailure}.
+     * Under postLock.
      */
-    private RdmaException continueEmulation(int slot) {
+    private boolean continueEmulation(int slot) {
         long v = scratchMr.memory().get(ValueLayout.JAVA_LONG, 8L * slot);
         if (v == expected[slot]) {
-            return null;
+            return false;
         }
         byte e = emu[slot];
         long desired = MaskedAtomics.next(e, v, argA[slot], argB[slot], argC[slot], argD[slot]);
         if (desired == v) {
-            return null;   // the CAS read v atomically, and v needs no change: that is the result
+            return false;   // the CAS read v atomically, and v needs no change: that is the result
         }
         String op = MaskedAtomics.name(e);
         if (System.nanoTime() > emuDeadline[slot]) {
-            return new RdmaTimeoutException(op + " on the connection to " + remoteAddress + " gave up: the word kept "
-                    + "changing under its compare-and-swap for " + config.timeout());
+            emulationFailure = new RdmaTimeoutException(op + " on the connection to " + remoteAddress
+                    + " gave up: the word kept changing under its compare-and-swap for " + config.timeout());
+            return false;
         }
         if (state != ConnectionState.ESTABLISHED) {
-            return notUsable(op);
+            emulationFailure = notUsable(op);
+            return false;
         }
         RemoteRegion remote = emuRemote[slot];
         expected[slot] = v;
@@ -1003,9 +980,10 @@ public final class Connection implements AutoCloseable {
                 scratchMr.lkey(), remote.address(), remote.rkey(), v, desired, 0);
         if (rc != 0) {
             ringPopTail();
-            return new RdmaException(op + ": ibv_post_send failed with errno " + rc);
+            emulationFailure = new RdmaException(op + ": ibv_post_send failed with errno " + rc);
+            return false;
         }
-        return null;
+        return true;
     }
 
     @SuppressWarnings("unchecked")
@@ -1255,20 +1233,6 @@ public final class Connection implements AutoCloseable {
 
     CompletableFuture<Void> released() {
         return released;
-    }
-
-    static <T> T await(CompletableFuture<T> f) {
-        try {
-            return f.get();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new RdmaException("interrupted while waiting");
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException r) {
-                throw r;
-            }
-            throw new RdmaException(e.getCause().toString(), e.getCause());
-        }
     }
 
     @Override

@@ -1,5 +1,7 @@
 package dev.jrdma;
 
+import dev.jrdma.spi.AccessFlags;
+
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Objects;
@@ -76,8 +78,8 @@ public final class RemoteRegion {
      * peer that says so in its own way (librpma's {@code rpma_peer_cfg}).
      */
     public RemoteRegion withDirectWriteToPmem() {
-        int a = access == ACCESS_UNKNOWN ? (dev.jrdma.spi.AccessFlags.REMOTE_READ | dev.jrdma.spi.AccessFlags.REMOTE_WRITE
-                | dev.jrdma.spi.AccessFlags.REMOTE_ATOMIC | DIRECT_WRITE_TO_PMEM) : access | DIRECT_WRITE_TO_PMEM;
+        int a = access == ACCESS_UNKNOWN ? (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC
+                | DIRECT_WRITE_TO_PMEM) : access | DIRECT_WRITE_TO_PMEM;
         return new RemoteRegion(address, length, rkey, a);
     }
 

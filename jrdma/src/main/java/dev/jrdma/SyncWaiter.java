@@ -89,7 +89,8 @@ final class SyncWaiter implements CompletionHandler<Object, Object> {
                 throw new RdmaException("interrupted while waiting for an operation on " + c
                         + " (it still completes, unseen)");
             }
-            if ((++loops & 1023) == 0 && System.nanoTime() > deadline || spins == SPINS && System.nanoTime() > deadline) {
+            boolean check = spins == SPINS || (++loops & 1023) == 0;   // parking, or every 1024 spins
+            if (check && System.nanoTime() > deadline) {
                 abandon();
                 throw new RdmaTimeoutException("an operation on " + c + " did not complete within "
                         + c.config().timeout() + " + 5 s");
