@@ -106,9 +106,18 @@ public final class IoThread implements AutoCloseable {
         try {
             started.get(10, TimeUnit.SECONDS);
         } catch (java.util.concurrent.ExecutionException e) {
+            joinQuietly();   // it failed to start and is ending: gone when the caller sees the failure
             throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
         } catch (InterruptedException | java.util.concurrent.TimeoutException e) {
             throw new IllegalStateException(name + " did not start", e);
+        }
+    }
+
+    private void joinQuietly() {
+        try {
+            thread.join(TimeUnit.SECONDS.toMillis(10));
+        } catch (InterruptedException ie) {
+            Thread.currentThread().interrupt();
         }
     }
 
