@@ -50,6 +50,7 @@ public final class Rdma implements AutoCloseable {
 
     private final Provider provider;
     private final Device device;
+    private final String providerChoice;
     private final ConnectionManager cm;
     private final IoThread[] io;
     private final CompletionChannel[] channels;
@@ -64,8 +65,10 @@ public final class Rdma implements AutoCloseable {
     private volatile boolean closed;
 
     private Rdma(Builder b) {
-        this.provider = b.chooseProvider();
-        this.device = provider.open(b.device);
+        Chosen chosen = b.chooseAndOpen();
+        this.provider = chosen.provider();
+        this.device = chosen.device();
+        this.providerChoice = chosen.reason();
         this.onDeviceEvent = b.onDeviceEvent;
         int n = Math.max(1, b.ioThreads);
         this.io = new IoThread[n];
@@ -119,6 +122,15 @@ public final class Rdma implements AutoCloseable {
 
     public String providerName() {
         return provider.name();
+    }
+
+    /** Why this provider: "tcp, as asked", or for auto what was found ("auto: tcp, because verbs …"). */
+    public String providerChoice() {
+        return providerChoice;
+    }
+
+    /** A provider and the device opened on it. */
+    record Chosen(Provider provider, Device device, String reason) {
     }
 
     public String deviceName() {
@@ -544,26 +556,49 @@ public final class Rdma implements AutoCloseable {
             return this;
         }
 
-        Provider chooseProvider() {
+        /**
+         * The provider asked for, opened; for {@code auto}: verbs when it has a device that opens,
+         * else tcp, saying in the log why verbs was passed over.
+         */
+        Chosen chooseAndOpen() {
             List<Provider> all = Providers.all();
-            List<String> why = new ArrayList<>();
-            for (Provider p : all) {
-                boolean wanted = provider.equals("auto") ? p.name().equals("verbs") : p.name().equals(provider);
-                if (!wanted) {
-                    continue;
+            if (provider.equals("auto")) {
+                String whyNotVerbs = "it is not in this build";
+                for (Provider p : all) {
+                    if (p.name().equals("verbs")) {
+                        ProviderUnavailableException cause = p.unavailabilityCause();
+                        if (cause == null) {
+                            try {
+                                return new Chosen(p, p.open(device), "auto: verbs, device up");
+                            } catch (RdmaException e) {
+                                whyNotVerbs = e.getMessage();
+                            }
+                        } else {
+                            whyNotVerbs = cause.getMessage();
+                        }
+                    }
                 }
-                ProviderUnavailableException cause = p.unavailabilityCause();
-                if (cause == null) {
-                    return p;
+                for (Provider p : all) {
+                    if (p.name().equals("tcp") && p.isAvailable()) {
+                        String reason = "auto: tcp, because verbs cannot be used here: " + whyNotVerbs;
+                        LOG.log(System.Logger.Level.INFO, "jrdma chose the {0}", reason);
+                        return new Chosen(p, p.open(null), reason);
+                    }
                 }
-                throw cause;
+                throw new ProviderUnavailableException("auto", "no provider can run here; verbs: " + whyNotVerbs);
             }
+            List<String> names = new ArrayList<>();
             for (Provider p : all) {
-                why.add(p.name());
+                names.add(p.name());
+                if (p.name().equals(provider)) {
+                    ProviderUnavailableException cause = p.unavailabilityCause();
+                    if (cause != null) {
+                        throw cause;
+                    }
+                    return new Chosen(p, p.open(device), provider + ", as asked");
+                }
             }
-            throw new ProviderUnavailableException(provider, provider.equals("tcp") || provider.equals("shm")
-                    ? "the software providers (tcp, shm) are not in this build yet; providers here: " + why
-                    : "no such provider; providers here: " + why);
+            throw new ProviderUnavailableException(provider, "no such provider; providers here: " + names);
         }
 
         public Rdma build() {

@@ -5,8 +5,8 @@ import java.net.InetSocketAddress;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The peer that {@link RdmaServingVerbsTest} kills: connects to {@code ip:port} from
- * {@code device}, sends the descriptor of a region it exposes, prints "ready", then writes to
+ * The peer that {@link RdmaServingConformance} kills: connects to {@code ip:port} over
+ * {@code provider} from {@code device}, sends the descriptor of a region it exposes, prints "ready", then writes to
  * the server's region until it is killed (at most 120 s, then it exits by itself).
  */
 public final class KilledPeerMain {
@@ -14,9 +14,10 @@ public final class KilledPeerMain {
     }
 
     public static void main(String[] args) throws Exception {
-        String device = args[0];
-        InetSocketAddress server = new InetSocketAddress(args[1], Integer.parseInt(args[2]));
-        try (Rdma rdma = Rdma.builder().provider("verbs").device(device).build()) {
+        String provider = args[0];
+        String device = args[1];
+        InetSocketAddress server = new InetSocketAddress(args[2], Integer.parseInt(args[3]));
+        try (Rdma rdma = Rdma.builder().provider(provider).device(device).build()) {
             Connection c = rdma.connect(server, ConnectionConfig.builder().timeout(java.time.Duration.ofSeconds(20)).build());
             LocalRegion exposed = rdma.allocate(4096);
             LocalRegion msg = rdma.allocate(RemoteRegion.DESCRIPTOR_BYTES);

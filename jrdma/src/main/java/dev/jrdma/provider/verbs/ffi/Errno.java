@@ -51,7 +51,7 @@ public final class Errno {
     }
 
     /** This thread's capture segment, to pass as the first argument of an errno-capturing handle. */
-    static MemorySegment capture() {
+    public static MemorySegment capture() {
         return CAPTURE.get();
     }
 

@@ -7,23 +7,22 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.function.UnaryOperator;
 
 /**
- * For the verbs tests: a server Rdma on one Soft-RoCE device that echoes every message back
+ * For the conformance tests: a server Rdma (on one Soft-RoCE device for verbs) that echoes every message back
  * (imm = its length; a write-with-imm notice is answered with an empty message carrying its imm)
- * and exposes one 8 KiB region, and a client Rdma on the other, connected.
+ * and exposes one 8 KiB region, and a client Rdma (on the other device), connected.
  */
-record VerbsPair(Rdma server, Rdma client, RdmaServer listener, LocalRegion exposed, Connection conn,
+record TestPair(Rdma server, Rdma client, RdmaServer listener, LocalRegion exposed, Connection conn,
                  LinkedBlockingQueue<Connection> accepted) implements AutoCloseable {
 
-    static VerbsPair open(CompletionMode mode, ConnectionConfig serverConfig, ConnectionConfig clientConfig,
-                          UnaryOperator<Rdma.Builder> clientOptions) {
-        Rdma server = Rdma.builder().provider("verbs").device(VerbsTestAddresses.serverDevice()).completionMode(mode).build();
+    static TestPair open(Transport t, CompletionMode mode, ConnectionConfig serverConfig, ConnectionConfig clientConfig,
+                         UnaryOperator<Rdma.Builder> clientOptions) {
+        Rdma server = t.server().completionMode(mode).build();
         Rdma client = null;
         try {
-            client = clientOptions.apply(Rdma.builder().provider("verbs").device(VerbsTestAddresses.clientDevice())
-                    .completionMode(mode)).build();
+            client = clientOptions.apply(t.client().completionMode(mode)).build();
             LocalRegion exposed = server.allocate(8192);
             LinkedBlockingQueue<Connection> accepted = new LinkedBlockingQueue<>();
-            RdmaServer l = server.listen(VerbsTestAddresses.nextServerAddress(), serverConfig, c -> {
+            RdmaServer l = server.listen(t.nextServerAddress(), serverConfig, c -> {
                 accepted.add(c);
                 c.onReceive((conn, msg) -> {
                     if (msg.isWrite()) {   // a write-with-imm notice: answer its imm, no data
@@ -37,7 +36,7 @@ record VerbsPair(Rdma server, Rdma client, RdmaServer listener, LocalRegion expo
                 });
             });
             Connection conn = client.connect(l.address(), clientConfig);
-            return new VerbsPair(server, client, l, exposed, conn, accepted);
+            return new TestPair(server, client, l, exposed, conn, accepted);
         } catch (RuntimeException | Error e) {
             if (client != null) {
                 client.close();
@@ -47,12 +46,12 @@ record VerbsPair(Rdma server, Rdma client, RdmaServer listener, LocalRegion expo
         }
     }
 
-    static VerbsPair open(CompletionMode mode, ConnectionConfig serverConfig, ConnectionConfig clientConfig) {
-        return open(mode, serverConfig, clientConfig, b -> b);
+    static TestPair open(Transport t, CompletionMode mode, ConnectionConfig serverConfig, ConnectionConfig clientConfig) {
+        return open(t, mode, serverConfig, clientConfig, b -> b);
     }
 
-    static VerbsPair open(CompletionMode mode) {
-        return open(mode, ConnectionConfig.defaults(), ConnectionConfig.defaults());
+    static TestPair open(Transport t, CompletionMode mode) {
+        return open(t, mode, ConnectionConfig.defaults(), ConnectionConfig.defaults());
     }
 
     /** The exposed region as the client knows it: through its descriptor. */

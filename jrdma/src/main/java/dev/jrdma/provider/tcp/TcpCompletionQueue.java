@@ -1,0 +1,99 @@
+package dev.jrdma.provider.tcp;
+
+import dev.jrdma.spi.CompletionQueue;
+import dev.jrdma.spi.CompletionSink;
+
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * A tcp completion queue. There is no device to make progress on its own, so polling is what
+ * moves data: {@link #poll} lets each queue pair on this CQ read and apply what its socket
+ * has, and write what waits, and hands the completions that produced to the sink. Completions
+ * are kept in a ring that only the polling thread touches.
+ */
+final class TcpCompletionQueue implements CompletionQueue {
+    final TcpCompletionChannel channel;
+    private final CopyOnWriteArrayList<TcpQueuePair> queuePairs = new CopyOnWriteArrayList<>();
+    private long[] wrId;
+    private int[] status, opcode, byteLen, imm;
+    private boolean[] withImm;
+    private int head, count;
+
+    TcpCompletionQueue(int depth, TcpCompletionChannel channel) {
+        this.channel = channel;
+        allocate(Math.max(16, Integer.highestOneBit(Math.max(1, depth - 1)) << 1));
+    }
+
+    private void allocate(int capacity) {
+        long[] w = new long[capacity];
+        int[] s = new int[capacity], o = new int[capacity], b = new int[capacity], im = new int[capacity];
+        boolean[] wi = new boolean[capacity];
+        for (int i = 0; i < count; i++) {
+            int from = (head + i) & (wrId.length - 1);
+            w[i] = wrId[from];
+            s[i] = status[from];
+            o[i] = opcode[from];
+            b[i] = byteLen[from];
+            im[i] = imm[from];
+            wi[i] = withImm[from];
+        }
+        wrId = w;
+        status = s;
+        opcode = o;
+        byteLen = b;
+        imm = im;
+        withImm = wi;
+        head = 0;
+    }
+
+    void attach(TcpQueuePair qp) {
+        queuePairs.add(qp);
+    }
+
+    void detach(TcpQueuePair qp) {
+        queuePairs.remove(qp);
+    }
+
+    /** Adds a completion; on the polling thread (a QP's progress, inside {@link #poll}). */
+    void add(long id, int st, int op, int len, int immediate, boolean hasImm) {
+        if (count == wrId.length) {
+            allocate(wrId.length * 2);
+        }
+        int i = (head + count) & (wrId.length - 1);
+        wrId[i] = id;
+        status[i] = st;
+        opcode[i] = op;
+        byteLen[i] = len;
+        imm[i] = immediate;
+        withImm[i] = hasImm;
+        count++;
+    }
+
+    @Override
+    public int poll(CompletionSink sink, int max) {
+        if (count == 0) {
+            for (int i = 0, n = queuePairs.size(); i < n; i++) {
+                queuePairs.get(i).progress();
+            }
+        }
+        int n = 0;
+        while (n < max && count > 0) {
+            int i = head;
+            head = (head + 1) & (wrId.length - 1);
+            count--;
+            n++;
+            sink.onCompletion(wrId[i], status[i], opcode[i], byteLen[i], imm[i], withImm[i]);
+        }
+        return n;
+    }
+
+    @Override
+    public void arm() {
+        // Level-triggered: the channel's fd is readable while there is anything to do.
+    }
+
+    @Override
+    public void close() {
+        queuePairs.clear();
+    }
+}

@@ -1,0 +1,253 @@
+package dev.jrdma.provider.tcp;
+
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.provider.tcp.ffi.Sockets;
+import dev.jrdma.provider.verbs.ffi.Errno;
+import dev.jrdma.provider.verbs.ffi.LibC;
+import dev.jrdma.spi.CmEndpoint;
+import dev.jrdma.spi.CmEventHandler;
+import dev.jrdma.spi.CmListener;
+import dev.jrdma.spi.CompletionQueue;
+import dev.jrdma.spi.ConnectionManager;
+import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.QueuePairSpec;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Consumer;
+
+/**
+ * rdma_cm's part for the tcp provider: listening sockets, connects, the {@link TcpHandshake},
+ * and disconnects, reported as {@link CmEventHandler} events from {@link #processEvents} on the
+ * thread that drives it. Its fd is an epoll set of the sockets it waits on, plus an eventfd for
+ * disconnects that queue pairs report from their own threads.
+ */
+final class TcpConnectionManager implements ConnectionManager {
+    private static final int MAX_EVENTS = 64;
+    private final TcpDevice device;
+    private final Arena arena = Arena.ofShared();
+    private final int epfd;
+    private final int wakeFd;
+    private final MemorySegment events = arena.allocate(Sockets.EPOLL_EVENT_SIZE * MAX_EVENTS, 8);
+    private final MemorySegment ctl = arena.allocate(16, 8);
+    private final MemorySegment drain = arena.allocate(8, 8);
+    private final ThreadLocal<MemorySegment> signal = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(8, 8));
+    /** Listeners and handshaking endpoints by fd; the manager's thread (and close from others). */
+    private final Map<Integer, Object> byFd = new HashMap<>();
+    private final List<TcpCmEndpoint> handshaking = new ArrayList<>();
+    private final ConcurrentLinkedQueue<TcpCmEndpoint> disconnects = new ConcurrentLinkedQueue<>();
+    private volatile boolean closed;
+
+    TcpConnectionManager(TcpDevice device) {
+        this.device = device;
+        epfd = Sockets.epollCreate();
+        wakeFd = LibC.eventFd();
+        Sockets.epollCtl(epfd, Sockets.EPOLL_CTL_ADD, wakeFd, Sockets.EPOLLIN, ctl);
+    }
+
+    TcpRegistrations registrations() {
+        return device.registrations();
+    }
+
+    byte[] bootId() {
+        return device.bootId();
+    }
+
+    long pid() {
+        return ProcessHandle.current().pid();
+    }
+
+    @Override
+    public int fd() {
+        return epfd;
+    }
+
+    @Override
+    public CmListener listen(InetSocketAddress address, int backlog) {
+        int fd = Sockets.socketFor(address);
+        try {
+            Sockets.setIntOption(fd, Sockets.SOL_SOCKET, Sockets.SO_REUSEADDR, 1, "SO_REUSEADDR");
+            Sockets.bind(fd, address);
+            Sockets.listen(fd, backlog);
+            TcpCmListener l = new TcpCmListener(this, fd, Sockets.localAddress(fd));
+            synchronized (this) {
+                byFd.put(fd, l);
+            }
+            watchNew(fd, Sockets.EPOLLIN);
+            return l;
+        } catch (RuntimeException e) {
+            Sockets.close(fd);
+            throw e;
+        }
+    }
+
+    @Override
+    public CmEndpoint connect(InetSocketAddress remote, CompletionQueue cq, QueuePairSpec spec, byte[] privateData,
+                              int timeoutMs, Consumer<QueuePair> onQueuePair) {
+        if (privateData.length > TcpHandshake.MAX_PRIVATE_DATA) {
+            throw new IllegalArgumentException("private data of " + privateData.length + " bytes; tcp carries at most "
+                    + TcpHandshake.MAX_PRIVATE_DATA);
+        }
+        int fd = Sockets.socketFor(remote);
+        try {
+            Sockets.setIntOption(fd, Sockets.IPPROTO_TCP, Sockets.TCP_NODELAY, 1, "TCP_NODELAY");
+            int rc = Sockets.connect(fd, remote);
+            if (rc != 0 && rc != Errno.EINPROGRESS) {
+                if (rc != Errno.ECONNREFUSED) {
+                    throw Errno.failure("connect", rc, String.valueOf(remote));
+                }
+            }
+            TcpCmEndpoint e = new TcpCmEndpoint(this, fd, null, remote, TcpCmEndpoint.Phase.CONNECTING,
+                    System.nanoTime() + timeoutMs * 1_000_000L, device.nextQpNum());
+            e.outgoing((TcpCompletionQueue) cq, spec, privateData, onQueuePair);
+            track(e);
+            watchNew(fd, Sockets.EPOLLOUT | Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
+            return e;
+        } catch (RuntimeException ex) {
+            Sockets.close(fd);
+            throw ex;
+        }
+    }
+
+    synchronized void track(TcpCmEndpoint e) {
+        byFd.put(e.fd, e);
+        if (!handshaking.contains(e)) {
+            handshaking.add(e);
+        }
+    }
+
+    /** Stops waiting on {@code fd} (handshake over, or closed). Any thread. */
+    void forget(int fd) {
+        synchronized (this) {
+            Object o = byFd.remove(fd);
+            if (o instanceof TcpCmEndpoint e) {
+                handshaking.remove(e);
+            }
+        }
+        synchronized (this) {
+            if (!closed) {
+                Sockets.epollCtl(epfd, Sockets.EPOLL_CTL_DEL, fd, 0, ctl);
+            }
+        }
+    }
+
+    private void watchNew(int fd, int ev) {
+        int rc;
+        synchronized (this) {
+            rc = Sockets.epollCtl(epfd, Sockets.EPOLL_CTL_ADD, fd, ev, ctl);
+        }
+        if (rc != 0) {
+            throw Errno.failure("epoll_ctl", rc, "adding fd " + fd);
+        }
+    }
+
+    /** Changes what a handshaking socket waits for (0: nothing for now). */
+    synchronized void watch(int fd, int ev) {
+        if (!closed) {
+            Sockets.epollCtl(epfd, Sockets.EPOLL_CTL_MOD, fd, ev, ctl);
+        }
+    }
+
+    /** An established endpoint is down (either side): reported from processEvents. Any thread. */
+    void disconnected(TcpCmEndpoint e) {
+        disconnects.add(e);
+        if (!closed) {
+            LibC.eventFdSignal(wakeFd, signal.get());
+        }
+    }
+
+    @Override
+    public int processEvents(CmEventHandler handler) {
+        if (closed) {
+            return 0;
+        }
+        int n = Sockets.epollWait(epfd, events, MAX_EVENTS, 0);
+        int handled = 0;
+        for (int i = 0; i < n; i++) {
+            int fd = Sockets.epollEventFd(events, i);
+            if (fd == wakeFd) {
+                LibC.eventFdDrain(wakeFd, drain);
+                continue;
+            }
+            Object o;
+            synchronized (this) {
+                o = byFd.get(fd);
+            }
+            if (o instanceof TcpCmListener l) {
+                handled += acceptAll(l);
+            } else if (o instanceof TcpCmEndpoint e) {
+                e.onReady(handler);
+                handled++;
+            }
+        }
+        TcpCmEndpoint d;
+        while ((d = disconnects.poll()) != null) {
+            d.reportDisconnect(handler);
+            handled++;
+        }
+        if (!handshaking.isEmpty()) {
+            long now = System.nanoTime();
+            List<TcpCmEndpoint> late = new ArrayList<>();
+            synchronized (this) {
+                for (TcpCmEndpoint e : handshaking) {
+                    if (now - e.deadlineNanos > 0) {
+                        late.add(e);
+                    }
+                }
+            }
+            for (TcpCmEndpoint e : late) {
+                e.timedOut(handler);
+                handled++;
+            }
+        }
+        return handled;
+    }
+
+    private int acceptAll(TcpCmListener l) {
+        int count = 0;
+        for (int s; (s = Sockets.accept(l.fd)) >= 0; count++) {
+            try {
+                Sockets.setIntOption(s, Sockets.IPPROTO_TCP, Sockets.TCP_NODELAY, 1, "TCP_NODELAY");
+                TcpCmEndpoint e = new TcpCmEndpoint(this, s, l, Sockets.remoteAddress(s),
+                        TcpCmEndpoint.Phase.AWAITING_HELLO, System.nanoTime() + 30_000_000_000L, device.nextQpNum());
+                track(e);
+                watchNew(s, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
+            } catch (RdmaException | IllegalStateException e) {
+                Sockets.close(s);
+            }
+        }
+        return count;
+    }
+
+    @Override
+    public int maxConnectPrivateData() {
+        return TcpHandshake.MAX_PRIVATE_DATA;
+    }
+
+    @Override
+    public void close() {
+        List<Object> left;
+        synchronized (this) {
+            left = new ArrayList<>(byFd.values());
+        }
+        for (Object o : left) {
+            if (o instanceof TcpCmListener l) {
+                l.close();
+            } else if (o instanceof TcpCmEndpoint e) {
+                e.close();
+            }
+        }
+        synchronized (this) {
+            closed = true;
+        }
+        Sockets.close(wakeFd);
+        Sockets.close(epfd);
+        arena.close();
+    }
+}

@@ -1,0 +1,93 @@
+package dev.jrdma.provider.tcp;
+
+import dev.jrdma.spi.MemoryRegistration;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Memory registered with a tcp device: a key the peer names it by, and a fence between the
+ * owner closing it and a progress thread placing or sending its bytes. A progress thread
+ * {@link #enter}s before touching the memory and {@link #exit}s after; {@link #close} marks
+ * it closed, then waits for those inside to leave, so once close returns nothing touches the
+ * memory again and the owner may free it.
+ */
+final class TcpMemoryRegistration implements MemoryRegistration {
+    private final TcpRegistrations table;
+    private final MemorySegment memory;
+    private final int key;
+    private final int access;
+    private final AtomicInteger inside = new AtomicInteger();
+    private volatile boolean closed;
+
+    TcpMemoryRegistration(TcpRegistrations table, MemorySegment memory, int key, int access) {
+        this.table = table;
+        this.memory = memory;
+        this.key = key;
+        this.access = access;
+    }
+
+    @Override
+    public MemorySegment memory() {
+        return memory;
+    }
+
+    @Override
+    public int lkey() {
+        return key;
+    }
+
+    @Override
+    public int rkey() {
+        return key;
+    }
+
+    @Override
+    public int access() {
+        return access;
+    }
+
+    /** Whether {@code [address, address + length)} lies inside; overflow-safe. */
+    boolean covers(long address, long length) {
+        long base = memory.address();
+        return length >= 0 && address >= base && address - base <= memory.byteSize() - length;
+    }
+
+    /** Enters the fence; false when closed (then the memory must not be touched). */
+    boolean enter() {
+        inside.incrementAndGet();
+        if (closed) {
+            inside.decrementAndGet();
+            return false;
+        }
+        return true;
+    }
+
+    void exit() {
+        inside.decrementAndGet();
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        table.remove(this);
+        // Both sides use sequentially consistent operations (volatile write, then read of the
+        // counter; counter increment, then volatile read), so a thread either sees closed or is counted.
+        while (inside.get() != 0) {
+            Thread.onSpinWait();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "tcp MR key 0x" + Integer.toHexString(key) + " [0x" + Long.toHexString(memory.address()) + ", +"
+                + memory.byteSize() + ")";
+    }
+}

@@ -1,0 +1,965 @@
+package dev.jrdma.provider.tcp;
+
+import static dev.jrdma.provider.tcp.TcpFrameDescriptor.*;
+
+import dev.jrdma.provider.tcp.ffi.Sockets;
+import dev.jrdma.provider.verbs.ffi.Errno;
+import dev.jrdma.spi.AccessFlags;
+import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.QueuePairSpec;
+import dev.jrdma.spi.WorkCompletion;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A reliable connection over one TCP socket, with RC's semantics: requests are applied by the
+ * peer in posting order, each completes exactly once, and the first remote error ends the
+ * connection (the QP goes to error and everything still outstanding completes flushed).
+ *
+ * <p>Two sides share the socket. As <b>requester</b>, posting threads write request frames
+ * ({@link TcpFrameDescriptor}) and record each in the send ring; responses retire the ring in
+ * order. As <b>responder</b>, the progress thread (the IO thread polling the CQ) reads the
+ * peer's requests and applies them to this device's registrations after checking key, bounds
+ * and access, much as SoftiWARP does in the kernel.
+ *
+ * <p>A SEND that finds no receive posted is not dropped: the responder stops reading the socket
+ * until a receive is posted (TCP flow control holds the peer), as an RC responder keeps
+ * answering RNR; after the peer's RNR budget, {@code (rnrRetry + 1) x} {@value #RNR_TIMER_MS}
+ * ms, it refuses the SEND with {@code IBV_WC_RNR_RETRY_EXC_ERR}.
+ */
+final class TcpQueuePair implements QueuePair {
+    private static final System.Logger LOG = System.getLogger("dev.jrdma");
+    static final long RNR_TIMER_MS = 100;
+    private static final int RX_BUFFER = 64 * 1024;
+    /** Payload still to come at least this large is read straight into its destination. */
+    private static final int DIRECT_READ = 16 * 1024;
+    private static final VarHandle LONG_ATOMIC = ValueLayout.JAVA_LONG.varHandle();
+    /** Passes of reading per progress call: bounds the time one connection holds the IO thread. */
+    private static final int READS_PER_PROGRESS = 16;
+
+    /** What the connection manager learns from the queue pair. */
+    interface Events {
+        /** The peer disconnected, or the socket failed; called once, on the progress thread. */
+        void peerGone(String why);
+    }
+
+    private final int fd;
+    private final int qpNum;
+    private final TcpRegistrations registrations;
+    private final TcpCompletionQueue cq;
+    private final QueuePairSpec granted;
+    private final Events events;
+    private final long rnrBudgetNanos;
+
+    private volatile boolean started;
+    private volatile boolean errorRequested;
+    private volatile boolean inError;
+    private volatile boolean closed;
+    private boolean peerGoneReported;
+
+    // ---- send ring: requests posted and not completed. Posters (serialised by the caller) write
+    // entries and then publish sqTail; the progress thread completes from sqHead. The entry of
+    // sequence number s is at (s - 1) & sqMask.
+    private final int sqMask;
+    private final long[] sqWrId, sqLocalAddr;
+    private final int[] sqLength, sqLkey;
+    private final byte[] sqOpcode;
+    private final boolean[] sqSignaled;
+    private final int[] sqLocalError;
+    private volatile long sqTail;   // sequence numbers 1..sqTail posted
+    private volatile long sqHead;   // 1..sqHead completed
+    private volatile boolean sqBroken;   // poster side: a local error was posted; nothing more goes out
+
+    // ---- receive ring: receives posted, consumed by incoming SENDs / WRITE_WITH_IMMs.
+    private final int rqMask;
+    private final long[] rqWrId, rqAddr;
+    private final int[] rqLength, rqLkey;
+    private volatile long rqTail;
+    private volatile long rqHead;
+
+    // ---- staged chain (postStaged)
+    private final long[][] staged;
+    private int firstUnposted;
+
+    // ---- transmit side, shared by posters and the progress thread
+    private final ReentrantLock txLock = new ReentrantLock();
+    private final TcpTransmitter tx;
+    private boolean watchingOut;
+
+    // ---- receive side: the progress thread only
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment rx = arena.allocate(RX_BUFFER, 64);
+    private int rxStart, rxEnd;
+    private boolean inFrame;            // a header was read; its payload may still be coming
+    private boolean waitingReceive;     // the current frame (SEND, WRITE_WITH_IMM) waits for a posted receive
+    private byte fType;
+    private int fFlags, fStatus, fLength, fRkey, fImm;
+    private long fSeq, fAddr, fCompareAdd, fSwap;
+    private long payloadDest;           // where the payload goes; 0: discarded
+    private long payloadLeft;
+    private TcpMemoryRegistration payloadRegistration;   // entered while payload is placed
+    private long rnrSince;              // when the current SEND began waiting for a receive; 0: not waiting
+    private boolean refusing;           // we NAKed a request: apply nothing more from the peer
+    private long lastRequestSeq;        // the peer's requests applied so far
+    private long ackWanted, ackSent;
+    private final StringBuilder why = new StringBuilder();
+
+    TcpQueuePair(int fd, int qpNum, TcpRegistrations registrations, TcpCompletionQueue cq, QueuePairSpec spec,
+                 Events events) {
+        this.fd = fd;
+        this.qpNum = qpNum;
+        this.registrations = registrations;
+        this.cq = cq;
+        this.granted = spec;
+        this.events = events;
+        this.rnrBudgetNanos = (spec.rnrRetry() + 1L) * RNR_TIMER_MS * 1_000_000L;
+        int sq = Integer.highestOneBit(Math.max(1, spec.sendDepth() - 1)) << 1;
+        sqMask = sq - 1;
+        sqWrId = new long[sq];
+        sqLocalAddr = new long[sq];
+        sqLength = new int[sq];
+        sqLkey = new int[sq];
+        sqOpcode = new byte[sq];
+        sqSignaled = new boolean[sq];
+        sqLocalError = new int[sq];
+        int rq = Integer.highestOneBit(Math.max(1, spec.recvDepth() - 1)) << 1;
+        rqMask = rq - 1;
+        rqWrId = new long[rq];
+        rqAddr = new long[rq];
+        rqLength = new int[rq];
+        rqLkey = new int[rq];
+        staged = new long[chainCapacity()][];
+        tx = new TcpTransmitter(fd);
+        cq.attach(this);
+    }
+
+    int fd() {
+        return fd;
+    }
+
+    /** The handshake is done: the socket is this QP's from now on. */
+    void start() {
+        started = true;
+        if (cq.channel != null) {
+            cq.channel.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP, true);
+            cq.channel.wake();
+        }
+    }
+
+    @Override
+    public int qpNum() {
+        return qpNum;
+    }
+
+    @Override
+    public QueuePairSpec granted() {
+        return granted;
+    }
+
+    // ================================================================= requester: posting
+
+    @Override
+    public int postSend(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
+                        int rkey, long compareAdd, long swap, int imm) {
+        txLock.lock();
+        try {
+            int rc = queue(wrId, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, imm);
+            finishTransmit();
+            return rc;
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    @Override
+    public int chainCapacity() {
+        return sqMask + 1;
+    }
+
+    @Override
+    public void stage(int index, long wrId, int opcode, int flags, long localAddr, int length, int lkey,
+                      long remoteAddr, int rkey, long compareAdd, long swap, int imm) {
+        long[] s = staged[index];
+        if (s == null) {
+            s = staged[index] = new long[11];
+        }
+        s[0] = wrId;
+        s[1] = opcode;
+        s[2] = flags;
+        s[3] = localAddr;
+        s[4] = length;
+        s[5] = lkey;
+        s[6] = remoteAddr;
+        s[7] = rkey;
+        s[8] = compareAdd;
+        s[9] = swap;
+        s[10] = imm;
+    }
+
+    @Override
+    public int postStaged(int count) {
+        txLock.lock();
+        try {
+            for (int i = 0; i < count; i++) {
+                long[] s = staged[i];
+                int rc = queue(s[0], (int) s[1], (int) s[2], s[3], (int) s[4], (int) s[5], s[6], (int) s[7], s[8], s[9],
+                        (int) s[10]);
+                if (rc != 0) {
+                    firstUnposted = i;
+                    finishTransmit();
+                    return rc;
+                }
+                if (tx.full()) {
+                    tx.flush();
+                }
+            }
+            finishTransmit();
+            return 0;
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    @Override
+    public int firstUnposted() {
+        return firstUnposted;
+    }
+
+    /** Records one request in the send ring and queues its frame; under txLock. */
+    private int queue(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
+                      int rkey, long compareAdd, long swap, int imm) {
+        if (closed) {
+            return Errno.EINVAL;
+        }
+        long seq = sqTail + 1;
+        if (seq - sqHead > sqMask + 1 || seq - sqHead > granted.sendDepth()) {
+            return Errno.ENOMEM;
+        }
+        byte type;
+        int needLocal;   // access the local buffer needs
+        switch (opcode) {
+            case WR_SEND, WR_SEND_WITH_IMM -> {
+                type = SEND;
+                needLocal = 0;
+            }
+            case WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM -> {
+                type = WRITE;
+                needLocal = 0;
+            }
+            case WR_RDMA_READ -> {
+                type = READ_REQUEST;
+                needLocal = AccessFlags.LOCAL_WRITE;
+            }
+            case WR_ATOMIC_CMP_AND_SWP -> {
+                type = COMPARE_SWAP;
+                needLocal = AccessFlags.LOCAL_WRITE;
+            }
+            case WR_ATOMIC_FETCH_AND_ADD -> {
+                type = FETCH_ADD;
+                needLocal = AccessFlags.LOCAL_WRITE;
+            }
+            default -> {
+                return Errno.EINVAL;
+            }
+        }
+        boolean atomic = type == COMPARE_SWAP || type == FETCH_ADD;
+        if (atomic && length < 8) {
+            return Errno.EINVAL;
+        }
+        int i = (int) (seq - 1) & sqMask;
+        sqWrId[i] = wrId;
+        sqOpcode[i] = (byte) opcode;
+        sqSignaled[i] = (flags & SEND_SIGNALED) != 0;
+        sqLocalAddr[i] = localAddr;
+        sqLength[i] = atomic ? 8 : length;
+        sqLkey[i] = lkey;
+        TcpMemoryRegistration local = length == 0 ? null
+                : registrations.check(lkey, localAddr, atomic ? 8 : length, needLocal, null);
+        sqLocalError[i] = length != 0 && local == null ? WorkCompletion.LOC_PROT_ERR : 0;
+        if (sqLocalError[i] != 0 || sqBroken || inError) {
+            // RC: the bad request and everything after it complete in error; nothing goes out.
+            sqBroken = true;
+            sqTail = seq;
+            if (cq.channel != null) {
+                cq.channel.wake();
+            }
+            return 0;
+        }
+        int frameFlags = (sqSignaled[i] ? FLAG_ACK_REQUESTED : 0)
+                | (opcode == WR_SEND_WITH_IMM || opcode == WR_RDMA_WRITE_WITH_IMM ? FLAG_IMM : 0);
+        boolean payload = type == SEND || type == WRITE;
+        if (tx.full()) {
+            tx.flush();
+        }
+        TcpFrameDescriptor.write(tx.header(), tx.nextHeaderOffset(), type, frameFlags, 0, payload ? length : 0, seq,
+                remoteAddr, rkey, imm, type == READ_REQUEST ? length : compareAdd, swap);
+        tx.addHeader();
+        if (payload && length > 0) {
+            if (!local.enter()) {
+                sqLocalError[i] = WorkCompletion.LOC_PROT_ERR;   // closed just now: send zeros? no: stop here
+                sqBroken = true;
+                sqTail = seq;
+                return 0;
+            }
+            tx.addPayload(localAddr, length, local);
+        }
+        sqTail = seq;   // published before the frame can be answered
+        return 0;
+    }
+
+    /** After queueing: send, and watch for room when the socket did not take everything. */
+    private void finishTransmit() {
+        boolean done = tx.flush();
+        if (cq.channel != null && started && done == watchingOut) {
+            watchingOut = !done;
+            cq.channel.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP | (watchingOut ? Sockets.EPOLLOUT : 0), false);
+        }
+    }
+
+    @Override
+    public int postRecv(long wrId, long localAddr, int length, int lkey) {
+        if (closed) {
+            return Errno.EINVAL;
+        }
+        long t = rqTail + 1;
+        if (t - rqHead > rqMask + 1 || t - rqHead > granted.recvDepth()) {
+            return Errno.ENOMEM;
+        }
+        if (length > 0 && registrations.check(lkey, localAddr, length, AccessFlags.LOCAL_WRITE, null) == null) {
+            return Errno.EINVAL;
+        }
+        int i = (int) (t - 1) & rqMask;
+        rqWrId[i] = wrId;
+        rqAddr[i] = localAddr;
+        rqLength[i] = length;
+        rqLkey[i] = lkey;
+        rqTail = t;
+        if (rnrSince != 0 && cq.channel != null) {
+            cq.channel.wake();
+        }
+        return 0;
+    }
+
+    @Override
+    public int queryState() {
+        return inError || errorRequested ? STATE_ERR : started ? STATE_RTS : STATE_INIT;
+    }
+
+    @Override
+    public void moveToError() {
+        errorRequested = true;
+        if (cq.channel != null) {
+            cq.channel.wake();
+        }
+    }
+
+    // ================================================================= progress (the IO thread)
+
+    /** Reads and applies what the socket has, sends what waits; on the thread polling the CQ. */
+    void progress() {
+        if (closed) {
+            return;
+        }
+        if (errorRequested && !inError) {
+            enterError();
+        }
+        if (!started) {
+            return;
+        }
+        if (!tx.idle()) {
+            txLock.lock();
+            try {
+                finishTransmit();
+            } finally {
+                txLock.unlock();
+            }
+        }
+        if (tx.failedErrno() != 0) {
+            gone("sending failed: " + Errno.name(tx.failedErrno()) + " (" + Errno.describe(tx.failedErrno()) + ")");
+        }
+        if (sqBroken || inError) {
+            completeBrokenSends();
+        }
+        if (!peerGoneReported) {
+            receive();
+            sendAck();
+        }
+    }
+
+    private void receive() {
+        for (int reads = 0; reads < READS_PER_PROGRESS && !peerGoneReported; ) {
+            if (inFrame) {
+                if (waitingReceive) {
+                    if (!continueFrame()) {
+                        return;   // still no receive posted
+                    }
+                    waitingReceive = false;
+                    if (payloadLeft == 0) {
+                        endPayload();
+                        continue;
+                    }
+                }
+                int buffered = rxEnd - rxStart;
+                if (buffered > 0) {
+                    int take = (int) Math.min(buffered, payloadLeft);
+                    place(rx.address() + rxStart, take);
+                    rxStart += take;
+                    continue;
+                }
+                if (payloadLeft >= DIRECT_READ && payloadDest != 0) {
+                    long n = Sockets.recv(fd, payloadDest, payloadLeft);
+                    reads++;
+                    if (n <= 0) {
+                        if (!readFailed(n)) {
+                            return;
+                        }
+                        continue;
+                    }
+                    payloadDest += n;
+                    payloadLeft -= n;
+                    if (payloadLeft == 0) {
+                        endPayload();
+                    }
+                    continue;
+                }
+            } else if (rxEnd - rxStart >= HEADER_SIZE) {
+                int at = rxStart;
+                rxStart += HEADER_SIZE;
+                beginFrame(at);
+                continue;
+            }
+            // Need more bytes in the buffer.
+            if (rxStart == rxEnd) {
+                rxStart = rxEnd = 0;
+            } else if (rxStart > 0 && RX_BUFFER - rxEnd < HEADER_SIZE) {
+                MemorySegment.copy(rx, rxStart, rx, 0, rxEnd - rxStart);
+                rxEnd -= rxStart;
+                rxStart = 0;
+            }
+            long n = Sockets.recv(fd, rx.address() + rxEnd, RX_BUFFER - rxEnd);
+            reads++;
+            if (n <= 0) {
+                if (!readFailed(n)) {
+                    return;
+                }
+                continue;
+            }
+            rxEnd += (int) n;
+        }
+    }
+
+    /** A recv returned {@code n} <= 0: true to go on reading, false when there is nothing now. */
+    private boolean readFailed(long n) {
+        if (n == 0) {
+            gone("the peer closed the connection");
+            return false;
+        }
+        int errno = (int) -n;
+        if (errno == Errno.EAGAIN || errno == Errno.EINTR) {
+            return false;
+        }
+        gone("receiving failed: " + Errno.name(errno) + " (" + Errno.describe(errno) + ")");
+        return false;
+    }
+
+    /** Copies {@code count} buffered payload bytes to where they go (or drops them). */
+    private void place(long from, int count) {
+        if (payloadDest != 0) {
+            MemorySegment.copy(MemorySegment.ofAddress(from).reinterpret(count), 0,
+                    MemorySegment.ofAddress(payloadDest).reinterpret(count), 0, count);
+            payloadDest += count;
+        }
+        payloadLeft -= count;
+        if (payloadLeft == 0) {
+            endPayload();
+        }
+    }
+
+    private void beginFrame(int at) {
+        fType = TcpFrameDescriptor.type(rx, at);
+        fFlags = TcpFrameDescriptor.flags(rx, at);
+        fStatus = TcpFrameDescriptor.status(rx, at);
+        fLength = TcpFrameDescriptor.length(rx, at);
+        fSeq = TcpFrameDescriptor.sequence(rx, at);
+        fAddr = TcpFrameDescriptor.remoteAddress(rx, at);
+        fRkey = TcpFrameDescriptor.rkey(rx, at);
+        fImm = TcpFrameDescriptor.imm(rx, at);
+        fCompareAdd = TcpFrameDescriptor.compareAdd(rx, at);
+        fSwap = TcpFrameDescriptor.swap(rx, at);
+        inFrame = true;
+        payloadDest = 0;
+        payloadLeft = 0;
+        payloadRegistration = null;
+        if (fLength < 0 || (fLength > 0 && fType != SEND && fType != WRITE && fType != READ_RESPONSE)) {
+            malformed("a " + typeName(fType) + " frame claims " + fLength + " payload bytes");
+            return;
+        }
+        if (fType < ACK && fSeq != lastRequestSeq + 1) {
+            malformed("request " + fSeq + " arrived after request " + lastRequestSeq + " (out of order)");
+            return;
+        }
+        if (!continueFrame()) {
+            waitingReceive = !peerGoneReported;
+            return;
+        }
+        if (payloadLeft == 0) {
+            endPayload();
+        }
+    }
+
+    /**
+     * Decides where the current frame's payload goes and applies what has no payload. Returns
+     * false while a SEND waits for a receive (the frame stays current).
+     */
+    private boolean continueFrame() {
+        if (peerGoneReported) {
+            return false;
+        }
+        if (fType < ACK && inError && !refusing) {
+            // An RC QP in error answers nothing and its peer's request times out; say so at once.
+            refuse(WorkCompletion.RETRY_EXC_ERR, typeName(fType), "this side's queue pair is in error");
+        }
+        switch (fType) {
+            case SEND -> {
+                lastRequestSeq = fSeq;
+                if (refusing) {
+                    payloadLeft = fLength;
+                    return true;
+                }
+                return takeReceive(false);
+            }
+            case WRITE -> {
+                lastRequestSeq = fSeq;
+                if (refusing) {
+                    payloadLeft = fLength;
+                    return true;
+                }
+                if ((fFlags & FLAG_IMM) != 0 && !takeReceive(true)) {
+                    return false;
+                }
+                if (fLength > 0) {
+                    why.setLength(0);
+                    TcpMemoryRegistration r = registrations.check(fRkey, fAddr, fLength, AccessFlags.REMOTE_WRITE, why);
+                    if (r == null || !r.enter()) {
+                        refuse(WorkCompletion.REM_ACCESS_ERR, "WRITE", r == null ? why : "the region was closed");
+                        payloadLeft = fLength;
+                        return true;
+                    }
+                    payloadRegistration = r;
+                    payloadDest = fAddr;
+                    payloadLeft = fLength;
+                }
+                return true;
+            }
+            case READ_REQUEST -> {
+                lastRequestSeq = fSeq;
+                if (!refusing) {
+                    respondToRead();
+                }
+                return true;
+            }
+            case COMPARE_SWAP, FETCH_ADD -> {
+                lastRequestSeq = fSeq;
+                if (!refusing) {
+                    respondToAtomic();
+                }
+                return true;
+            }
+            case ACK -> {
+                retire(fSeq, true);
+                return true;
+            }
+            case NAK -> {
+                retire(fSeq - 1, true);
+                failHead(fSeq, fStatus);
+                return true;
+            }
+            case READ_RESPONSE -> {
+                retire(fSeq - 1, true);
+                if (!headIs(fSeq, WR_RDMA_READ) || fLength != sqLength[(int) (fSeq - 1) & sqMask]) {
+                    malformed("READ_RESPONSE " + fSeq + " of " + fLength + " bytes answers no read outstanding");
+                    return false;
+                }
+                int i = (int) (fSeq - 1) & sqMask;
+                TcpMemoryRegistration r = fLength == 0 ? null : registrations.lookup(sqLkey[i]);
+                if (r != null && r.enter()) {
+                    payloadRegistration = r;
+                    payloadDest = sqLocalAddr[i];
+                }
+                payloadLeft = fLength;   // a local buffer closed meanwhile: the bytes are dropped
+                return true;
+            }
+            case ATOMIC_RESPONSE -> {
+                retire(fSeq - 1, true);
+                if (!headIs(fSeq, WR_ATOMIC_CMP_AND_SWP) && !headIs(fSeq, WR_ATOMIC_FETCH_AND_ADD)) {
+                    malformed("ATOMIC_RESPONSE " + fSeq + " answers no atomic outstanding");
+                    return false;
+                }
+                int i = (int) (fSeq - 1) & sqMask;
+                TcpMemoryRegistration r = registrations.lookup(sqLkey[i]);
+                if (r != null && r.enter()) {
+                    try {
+                        MemorySegment.ofAddress(sqLocalAddr[i]).reinterpret(8).set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
+                                fCompareAdd);
+                    } finally {
+                        r.exit();
+                    }
+                }
+                return true;
+            }
+            case DISCONNECT -> {
+                gone("the peer disconnected");
+                return false;
+            }
+            default -> {
+                malformed("unknown frame type " + fType);
+                return false;
+            }
+        }
+    }
+
+    /** The frame (and its payload) is done: complete what it completes. */
+    private void endPayload() {
+        if (payloadRegistration != null) {
+            payloadRegistration.exit();
+            payloadRegistration = null;
+        }
+        inFrame = false;
+        if (peerGoneReported) {
+            return;
+        }
+        switch (fType) {
+            case SEND, WRITE -> {
+                if (!refusing) {
+                    if (fType == SEND || (fFlags & FLAG_IMM) != 0) {
+                        long h = rqHead + 1;
+                        int i = (int) (h - 1) & rqMask;
+                        rqHead = h;
+                        cq.add(rqWrId[i], WorkCompletion.SUCCESS,
+                                fType == SEND ? WorkCompletion.OP_RECV : WorkCompletion.OP_RECV_RDMA_WITH_IMM, fLength,
+                                fImm, (fFlags & FLAG_IMM) != 0);
+                    }
+                    if ((fFlags & FLAG_ACK_REQUESTED) != 0) {
+                        ackWanted = fSeq;
+                    }
+                }
+            }
+            case READ_RESPONSE, ATOMIC_RESPONSE -> retire(fSeq, true);
+            default -> {
+                // READ and atomics: their response answers them (and everything before them).
+            }
+        }
+    }
+
+    /**
+     * The current SEND (or WRITE_WITH_IMM) needs a posted receive. False while none is posted,
+     * within the RNR budget; past it, the request is refused with RNR_RETRY_EXC_ERR.
+     */
+    private boolean takeReceive(boolean forImm) {
+        if (rqHead == rqTail) {
+            long now = System.nanoTime();
+            if (rnrSince == 0) {
+                rnrSince = now;
+                watchIn(false);
+                return false;
+            }
+            if (now - rnrSince < rnrBudgetNanos) {
+                return false;
+            }
+            rnrSince = 0;
+            watchIn(true);
+            refuse(WorkCompletion.RNR_RETRY_EXC_ERR, forImm ? "WRITE_WITH_IMM" : "SEND",
+                    "no receive was posted within " + rnrBudgetNanos / 1_000_000 + " ms");
+            payloadLeft = fLength;
+            return true;
+        }
+        if (rnrSince != 0) {
+            rnrSince = 0;
+            watchIn(true);
+        }
+        if (forImm) {
+            return true;   // the receive is consumed when the write completes
+        }
+        int i = (int) rqHead & rqMask;
+        if (fLength > rqLength[i]) {
+            // RC: the receiver's WR completes with LOC_LEN_ERR, the sender's with REM_INV_REQ_ERR.
+            rqHead = rqHead + 1;
+            cq.add(rqWrId[i], WorkCompletion.LOC_LEN_ERR, WorkCompletion.OP_RECV, fLength, 0, false);
+            refuse(WorkCompletion.REM_INV_REQ_ERR, "SEND", fLength + " bytes exceed the receive buffer of "
+                    + rqLength[i]);
+            payloadLeft = fLength;
+            return true;
+        }
+        if (fLength > 0) {
+            TcpMemoryRegistration r = registrations.lookup(rqLkey[i]);
+            if (r != null && r.enter()) {
+                payloadRegistration = r;
+                payloadDest = rqAddr[i];
+            }
+        }
+        payloadLeft = fLength;
+        return true;
+    }
+
+    /** While a SEND waits for a receive, the socket is not read, so it must not wake the IO thread either. */
+    private void watchIn(boolean on) {
+        if (cq.channel != null) {
+            txLock.lock();
+            try {
+                cq.channel.watch(fd, (on ? Sockets.EPOLLIN | Sockets.EPOLLRDHUP : 0)
+                        | (watchingOut ? Sockets.EPOLLOUT : 0), false);
+            } finally {
+                txLock.unlock();
+            }
+        }
+    }
+
+    private void respondToRead() {
+        int length = (int) fCompareAdd;
+        if (fCompareAdd < 0 || fCompareAdd > MAX_PAYLOAD) {
+            refuse(WorkCompletion.REM_INV_REQ_ERR, "READ", "it asks for " + fCompareAdd + " bytes");
+            return;
+        }
+        TcpMemoryRegistration r = null;
+        if (length > 0) {
+            why.setLength(0);
+            r = registrations.check(fRkey, fAddr, length, AccessFlags.REMOTE_READ, why);
+            if (r == null || !r.enter()) {
+                refuse(WorkCompletion.REM_ACCESS_ERR, "READ", r == null ? why : "the region was closed");
+                return;
+            }
+        }
+        txLock.lock();
+        try {
+            respondHeader(READ_RESPONSE, 0, length, fSeq, 0);
+            tx.addPayload(fAddr, length, r);
+            finishTransmit();
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    private void respondToAtomic() {
+        why.setLength(0);
+        TcpMemoryRegistration r = registrations.check(fRkey, fAddr, 8, AccessFlags.REMOTE_ATOMIC, why);
+        if (r == null || (fAddr & 7) != 0 || !r.enter()) {
+            if (r != null && (fAddr & 7) != 0) {
+                refuse(WorkCompletion.REM_INV_REQ_ERR, typeName(fType), "address 0x" + Long.toHexString(fAddr)
+                        + " is not 8-byte aligned");
+            } else {
+                refuse(WorkCompletion.REM_ACCESS_ERR, typeName(fType), r == null ? why : "the region was closed");
+            }
+            return;
+        }
+        long prior;
+        try {
+            MemorySegment word = MemorySegment.ofAddress(fAddr).reinterpret(8);
+            prior = fType == COMPARE_SWAP
+                    ? (long) LONG_ATOMIC.compareAndExchange(word, 0L, fCompareAdd, fSwap)
+                    : (long) LONG_ATOMIC.getAndAdd(word, 0L, fCompareAdd);
+        } finally {
+            r.exit();
+        }
+        txLock.lock();
+        try {
+            respondHeader(ATOMIC_RESPONSE, 0, 0, fSeq, prior);
+            finishTransmit();
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    private void respondHeader(byte type, int status, int length, long seq, long value) {
+        if (tx.full()) {
+            tx.flush();
+        }
+        TcpFrameDescriptor.write(tx.header(), tx.nextHeaderOffset(), type, 0, status, length, seq, 0, 0, 0, value, 0);
+        tx.addHeader();
+    }
+
+    /** One ACK for the highest request that asked for one, after a pass of reading. */
+    private void sendAck() {
+        if (ackWanted > ackSent && !refusing) {
+            ackSent = ackWanted;
+            txLock.lock();
+            try {
+                respondHeader(ACK, 0, 0, ackSent, 0);
+                finishTransmit();
+            } finally {
+                txLock.unlock();
+            }
+        }
+    }
+
+    /** Refuses the current request: NAK it, and apply nothing more from the peer (RC: the connection ends). */
+    private void refuse(int status, String what, CharSequence reason) {
+        LOG.log(System.Logger.Level.DEBUG, "tcp QP {0}: refused {1} {2}: {3} ({4})", qpNum, what, fSeq, reason,
+                WorkCompletion.statusName(status));
+        refusing = true;
+        txLock.lock();
+        try {
+            if (ackWanted > ackSent && ackWanted < fSeq) {
+                ackSent = ackWanted;
+                respondHeader(ACK, 0, 0, ackSent, 0);
+            }
+            respondHeader(NAK, status, 0, fSeq, 0);
+            finishTransmit();
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    // ---- requester: completing the send ring
+
+    private boolean headIs(long seq, int opcode) {
+        return sqHead + 1 == seq && seq <= sqTail && sqOpcode[(int) (seq - 1) & sqMask] == opcode;
+    }
+
+    /** Completes, in order, every request up to {@code seq} as successful (reads/atomics only with their response). */
+    private void retire(long seq, boolean success) {
+        if (seq > sqTail) {
+            malformed("a response for request " + seq + ", but only " + sqTail + " were posted");
+            return;
+        }
+        long h = sqHead;
+        while (h < seq) {
+            int i = (int) h & sqMask;
+            h++;
+            if (sqSignaled[i] && success) {
+                int op = sqOpcode[i];
+                cq.add(sqWrId[i], WorkCompletion.SUCCESS, completionOpcode(op),
+                        op == WR_ATOMIC_CMP_AND_SWP || op == WR_ATOMIC_FETCH_AND_ADD ? 8 : sqLength[i], 0, false);
+            }
+        }
+        sqHead = h;
+    }
+
+    /** The peer refused request {@code seq}: it fails with {@code status}; the QP goes to error. */
+    private void failHead(long seq, int status) {
+        if (seq != sqHead + 1 || seq > sqTail) {
+            malformed("a NAK for request " + seq + ", but the next outstanding one is " + (sqHead + 1));
+            return;
+        }
+        int i = (int) (seq - 1) & sqMask;
+        sqHead = seq;
+        cq.add(sqWrId[i], status, completionOpcode(sqOpcode[i]), 0, 0, false);
+        enterError();
+    }
+
+    /** After a local error was posted (or in error): complete what can be, in order. */
+    private void completeBrokenSends() {
+        long tail = sqTail;
+        while (sqHead < tail) {
+            int i = (int) sqHead & sqMask;
+            if (!inError && sqLocalError[i] == 0) {
+                return;   // sent; its response is still to come
+            }
+            sqHead = sqHead + 1;
+            int st = sqLocalError[i] != 0 && !inError ? sqLocalError[i] : WorkCompletion.WR_FLUSH_ERR;
+            cq.add(sqWrId[i], st, completionOpcode(sqOpcode[i]), 0, 0, false);
+            if (!inError) {
+                enterError();
+            }
+        }
+    }
+
+    private static int completionOpcode(int wrOpcode) {
+        return switch (wrOpcode) {
+            case WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM -> WorkCompletion.OP_RDMA_WRITE;
+            case WR_RDMA_READ -> WorkCompletion.OP_RDMA_READ;
+            case WR_ATOMIC_CMP_AND_SWP -> WorkCompletion.OP_COMP_SWAP;
+            case WR_ATOMIC_FETCH_AND_ADD -> WorkCompletion.OP_FETCH_ADD;
+            default -> WorkCompletion.OP_SEND;
+        };
+    }
+
+    /** QP in error: every request and receive outstanding completes flushed. On the progress thread. */
+    private void enterError() {
+        inError = true;
+        long tail = sqTail;
+        while (sqHead < tail) {
+            int i = (int) sqHead & sqMask;
+            sqHead = sqHead + 1;
+            cq.add(sqWrId[i], sqLocalError[i] != 0 ? sqLocalError[i] : WorkCompletion.WR_FLUSH_ERR,
+                    completionOpcode(sqOpcode[i]), 0, 0, false);
+        }
+        long rt = rqTail;
+        while (rqHead < rt) {
+            int i = (int) rqHead & rqMask;
+            rqHead = rqHead + 1;
+            cq.add(rqWrId[i], WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
+        }
+    }
+
+    /**
+     * The socket is done (EOF, reset, DISCONNECT, protocol error): stop reading and tell the
+     * connection manager, once. As with rdma_cm, the disconnect event comes first and the QP
+     * goes to error when its owner moves it there ({@link #moveToError}), which flushes what is
+     * outstanding with the disconnect as the known cause.
+     */
+    private void gone(String reason) {
+        if (peerGoneReported) {
+            return;
+        }
+        peerGoneReported = true;
+        LOG.log(System.Logger.Level.DEBUG, "tcp QP {0}: {1}", qpNum, reason);
+        if (payloadRegistration != null) {
+            payloadRegistration.exit();
+            payloadRegistration = null;
+        }
+        if (cq.channel != null) {
+            cq.channel.unwatch(fd);
+        }
+        events.peerGone(reason);
+    }
+
+    /** The peer broke the protocol: the connection ends, nothing of it is applied. */
+    private void malformed(String what) {
+        LOG.log(System.Logger.Level.WARNING, "tcp QP {0}: protocol error from the peer, closing: {1}", qpNum, what);
+        Sockets.shutdown(fd, Sockets.SHUT_RDWR);
+        gone("protocol error: " + what);
+    }
+
+    /** Tells the peer we disconnect, after what is queued; any thread. */
+    void sendDisconnect() {
+        txLock.lock();
+        try {
+            if (closed || !started) {
+                return;
+            }
+            respondHeader(DISCONNECT, 0, 0, 0, 0);
+            finishTransmit();
+            // A backlog still unsent is dropped by shutdown's FIN only after it; the socket keeps it.
+            Sockets.shutdown(fd, Sockets.SHUT_WR);
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    /** Frees the QP (not the socket: its endpoint closes that). On the progress thread, or once it no longer polls. */
+    void close() {
+        txLock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            cq.detach(this);
+            if (cq.channel != null && started && !peerGoneReported) {
+                cq.channel.unwatch(fd);
+            }
+            if (payloadRegistration != null) {
+                payloadRegistration.exit();
+                payloadRegistration = null;
+            }
+            tx.close();
+            arena.close();
+        } finally {
+            txLock.unlock();
+        }
+    }
+}
