@@ -129,6 +129,16 @@ public final class Rdma implements AutoCloseable {
         return providerChoice;
     }
 
+    /**
+     * What {@code provider("auto")} chooses on this machine now, and why (it opens the device
+     * to be sure, and closes it again).
+     */
+    public static String autoChoice() {
+        Chosen c = builder().chooseAndOpen();
+        c.device().close();
+        return c.reason();
+    }
+
     /** A provider and the device opened on it. */
     record Chosen(Provider provider, Device device, String reason) {
     }

@@ -78,8 +78,12 @@ final class SyncWaiter implements CompletionHandler<Object, Object> {
                     Thread.onSpinWait();
                 }
             } else if (spins < SPINS) {
-                spins++;
-                Thread.onSpinWait();
+                // Yield now and then: the IO thread that completes this may be waiting for a CPU.
+                if ((++spins & 255) == 0) {
+                    Thread.yield();
+                } else {
+                    Thread.onSpinWait();
+                }
             } else {
                 LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(10));
             }

@@ -90,6 +90,11 @@ final class DevicesCommand {
             ProviderUnavailableException cause = p.unavailabilityCause();
             out.println("  " + p.name() + ": " + (cause == null ? "available" : "unavailable (" + cause.getMessage() + ")"));
         }
+        try {
+            out.println("The default provider, auto, chooses " + dev.jrdma.Rdma.autoChoice().replaceFirst("^auto: ", ""));
+        } catch (RdmaException e) {
+            out.println("The default provider, auto, finds nothing it can use: " + e.getMessage());
+        }
     }
 
     private static String guid(long g) {

@@ -47,6 +47,16 @@ class DevicesCommandTest {
     }
 
     @Test
+    void withNoDeviceItListsTheProvidersAndWhatAutoChooses() {
+        org.junit.jupiter.api.Assumptions.assumeFalse(java.nio.file.Files.isDirectory(Path.of("/sys/class/infiniband")),
+                "this machine has RDMA devices: the device listing is tested in the VM");
+        Run r = run("devices");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().contains("No RDMA device") && r.out().contains("tcp: available"), r.out());
+        assertTrue(r.out().contains("The default provider, auto, chooses tcp, because verbs cannot be used here"), r.out());
+    }
+
+    @Test
     void printsIbvDevinfoLinesAndJrdmaCapabilities() {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         DevicesCommand.print(rxeLike(), true, new PrintStream(bytes, true, StandardCharsets.UTF_8));
@@ -100,5 +110,7 @@ class DevicesCommandTest {
         assertEquals(0, p.exitValue(), out);
         assertTrue(out.contains("native access is not enabled for jrdma; start the JVM with --enable-native-access=ALL-UNNAMED"), out);
         assertTrue(out.contains("Providers:") && out.contains("verbs: unavailable"), out);
+        assertTrue(out.contains("tcp: unavailable (provider 'tcp' is unavailable: native access is off")
+                && out.contains("auto, finds nothing it can use"), out);
     }
 }
