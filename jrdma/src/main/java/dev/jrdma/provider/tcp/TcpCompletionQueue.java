@@ -89,7 +89,11 @@ final class TcpCompletionQueue implements CompletionQueue {
 
     @Override
     public void arm() {
-        // Level-triggered: the channel's fd is readable while there is anything to do.
+        // Level-triggered: the channel's fd is readable while there is anything to do. What must
+        // not wait for a next pass goes out now: the thread is about to sleep.
+        for (int i = 0, n = queuePairs.size(); i < n; i++) {
+            queuePairs.get(i).flushAck();
+        }
     }
 
     @Override

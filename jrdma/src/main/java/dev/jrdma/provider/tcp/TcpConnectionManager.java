@@ -43,6 +43,10 @@ final class TcpConnectionManager implements ConnectionManager {
     private final List<TcpCmEndpoint> handshaking = new ArrayList<>();
     private final ConcurrentLinkedQueue<TcpCmEndpoint> disconnects = new ConcurrentLinkedQueue<>();
     private volatile boolean closed;
+    /** Looks at the sockets at most this often while nothing happens. */
+    private static final long CHECK_NANOS = 20_000;
+    private long lastCheck;
+    private boolean busy;
 
     TcpConnectionManager(TcpDevice device) {
         this.device = device;
@@ -167,6 +171,13 @@ final class TcpConnectionManager implements ConnectionManager {
         if (closed) {
             return 0;
         }
+        // Called on every pass of a busy IO thread; connection set-up is not latency-critical, so
+        // look (a syscall) at most every CHECK_NANOS unless something was found last time.
+        long now = System.nanoTime();
+        if (!busy && now - lastCheck < CHECK_NANOS) {
+            return 0;
+        }
+        lastCheck = now;
         int n = Sockets.epollWait(epfd, events, MAX_EVENTS, 0);
         int handled = 0;
         for (int i = 0; i < n; i++) {
@@ -192,7 +203,7 @@ final class TcpConnectionManager implements ConnectionManager {
             handled++;
         }
         if (!handshaking.isEmpty()) {
-            long now = System.nanoTime();
+            now = System.nanoTime();
             List<TcpCmEndpoint> late = new ArrayList<>();
             synchronized (this) {
                 for (TcpCmEndpoint e : handshaking) {
@@ -206,6 +217,7 @@ final class TcpConnectionManager implements ConnectionManager {
                 handled++;
             }
         }
+        busy = handled > 0 || !handshaking.isEmpty();
         return handled;
     }
 

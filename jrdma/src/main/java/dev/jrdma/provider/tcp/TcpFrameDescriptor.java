@@ -27,9 +27,10 @@ import java.nio.ByteOrder;
  * </pre>
  *
  * <p>Requests go from the initiator, in posting order, each with the next sequence number
- * (from 1). The target applies them in that order and answers: one {@link #ACK} for the
- * highest sequence that asked for one ({@link #FLAG_ACK_REQUESTED}: signaled requests; acks are
- * cumulative, so one frame covers a run), a {@link #READ_RESPONSE} or {@link #ATOMIC_RESPONSE}
+ * (from 1). The target applies them in that order and answers: an ACK for the highest
+ * sequence that asked for one ({@link #FLAG_ACK_REQUESTED}: signaled requests; acks are
+ * cumulative, so one covers a run; it rides on the next frame going back, see
+ * {@link #FLAG_ACK_PIGGYBACK}, or is an {@link #ACK} frame of its own), a {@link #READ_RESPONSE} or {@link #ATOMIC_RESPONSE}
  * for every read and atomic, and a {@link #NAK} with an {@code ibv_wc_status} value for the
  * first request it refused, after which it applies nothing more on that connection: as in RC,
  * a remote access error ends the connection.
@@ -54,6 +55,12 @@ public final class TcpFrameDescriptor {
     public static final int FLAG_ACK_REQUESTED = 1;
     /** The immediate-data field is meaningful (SEND_WITH_IMM, WRITE_WITH_IMM). */
     public static final int FLAG_IMM = 2;
+    /**
+     * The swap field carries a cumulative ACK of the receiver's requests (any frame but
+     * COMPARE_SWAP, whose swap is its own): acks ride on traffic going that way anyway, and a
+     * standalone {@link #ACK} is sent only when none goes within one progress pass.
+     */
+    public static final int FLAG_ACK_PIGGYBACK = 4;
 
     public static final long TYPE = 0, FLAGS = 1, STATUS = 2, LENGTH = 4, SEQUENCE = 8, REMOTE_ADDRESS = 16,
             RKEY = 24, IMM = 28, COMPARE_ADD = 32, SWAP = 40;

@@ -105,7 +105,10 @@ final class TcpQueuePair implements QueuePair {
     private long rnrSince;              // when the current SEND began waiting for a receive; 0: not waiting
     private boolean refusing;           // we NAKed a request: apply nothing more from the peer
     private long lastRequestSeq;        // the peer's requests applied so far
-    private long ackWanted, ackSent;
+    private long ackWanted;             // the highest request of the peer's that asked for an ACK
+    private volatile long ackReady;     // ackWanted, published for posting threads
+    private volatile long ackSentTx;    // the highest ACK sent, piggybacked or not; written under txLock
+    private boolean ackHeld;            // an ACK waited one pass for a frame to ride on
     private final StringBuilder why = new StringBuilder();
 
     TcpQueuePair(int fd, int qpNum, TcpRegistrations registrations, TcpCompletionQueue cq, QueuePairSpec spec,
@@ -292,12 +295,8 @@ final class TcpQueuePair implements QueuePair {
         int frameFlags = (sqSignaled[i] ? FLAG_ACK_REQUESTED : 0)
                 | (opcode == WR_SEND_WITH_IMM || opcode == WR_RDMA_WRITE_WITH_IMM ? FLAG_IMM : 0);
         boolean payload = type == SEND || type == WRITE;
-        if (tx.full()) {
-            tx.flush();
-        }
-        TcpFrameDescriptor.write(tx.header(), tx.nextHeaderOffset(), type, frameFlags, 0, payload ? length : 0, seq,
-                remoteAddr, rkey, imm, type == READ_REQUEST ? length : compareAdd, swap);
-        tx.addHeader();
+        frameHeader(type, frameFlags, 0, payload ? length : 0, seq, remoteAddr, rkey, imm,
+                type == READ_REQUEST ? length : compareAdd, swap);
         if (payload && length > 0) {
             if (!local.enter()) {
                 sqLocalError[i] = WorkCompletion.LOC_PROT_ERR;   // closed just now: send zeros? no: stop here
@@ -502,6 +501,12 @@ final class TcpQueuePair implements QueuePair {
             malformed("request " + fSeq + " arrived after request " + lastRequestSeq + " (out of order)");
             return;
         }
+        if ((fFlags & FLAG_ACK_PIGGYBACK) != 0 && fType != COMPARE_SWAP) {
+            retire(fSwap, true);
+            if (peerGoneReported) {
+                return;
+            }
+        }
         if (!continueFrame()) {
             waitingReceive = !peerGoneReported;
             return;
@@ -645,6 +650,7 @@ final class TcpQueuePair implements QueuePair {
                     }
                     if ((fFlags & FLAG_ACK_REQUESTED) != 0) {
                         ackWanted = fSeq;
+                        ackReady = fSeq;
                     }
                 }
             }
@@ -773,25 +779,65 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
+    /** A response frame (READ_RESPONSE, ATOMIC_RESPONSE, DISCONNECT), with any ACK owed riding on it; under txLock. */
     private void respondHeader(byte type, int status, int length, long seq, long value) {
+        frameHeader(type, 0, status, length, seq, 0, 0, 0, value, 0);
+    }
+
+    /**
+     * Queues a frame header; under txLock. Any frame but COMPARE_SWAP (whose swap field is its
+     * own) and ACK/NAK carries the ACK owed to the peer, if there is one.
+     */
+    private void frameHeader(byte type, int flags, int status, int length, long seq, long remoteAddr, int rkey, int imm,
+                             long compareAdd, long swap) {
         if (tx.full()) {
             tx.flush();
         }
-        TcpFrameDescriptor.write(tx.header(), tx.nextHeaderOffset(), type, 0, status, length, seq, 0, 0, 0, value, 0);
+        if (type != COMPARE_SWAP && type != ACK && type != NAK) {
+            long a = ackReady;
+            if (a > ackSentTx && !refusing) {
+                ackSentTx = a;
+                flags |= FLAG_ACK_PIGGYBACK;
+                swap = a;
+            }
+        }
+        TcpFrameDescriptor.write(tx.header(), tx.nextHeaderOffset(), type, flags, status, length, seq, remoteAddr, rkey,
+                imm, compareAdd, swap);
         tx.addHeader();
     }
 
-    /** One ACK for the highest request that asked for one, after a pass of reading. */
+    /**
+     * After a pass of reading: an ACK still owed waits one pass for a frame going back to ride
+     * on (the peer's ping-pong answer, a read response), then goes alone.
+     */
     private void sendAck() {
-        if (ackWanted > ackSent && !refusing) {
-            ackSent = ackWanted;
-            txLock.lock();
-            try {
-                respondHeader(ACK, 0, 0, ackSent, 0);
-                finishTransmit();
-            } finally {
-                txLock.unlock();
+        if (ackWanted > ackSentTx && !refusing) {
+            if (!ackHeld) {
+                ackHeld = true;
+                return;
             }
+            flushAck();
+        } else {
+            ackHeld = false;
+        }
+    }
+
+    /** Sends an ACK owed now, if any (before the IO thread sleeps: nothing may wait for a next pass). */
+    void flushAck() {
+        ackHeld = false;
+        if (refusing) {
+            return;
+        }
+        txLock.lock();
+        try {
+            long a = ackReady;
+            if (a > ackSentTx && !closed && started) {
+                ackSentTx = a;
+                frameHeader(ACK, 0, 0, 0, a, 0, 0, 0, 0, 0);
+                finishTransmit();
+            }
+        } finally {
+            txLock.unlock();
         }
     }
 
@@ -802,11 +848,12 @@ final class TcpQueuePair implements QueuePair {
         refusing = true;
         txLock.lock();
         try {
-            if (ackWanted > ackSent && ackWanted < fSeq) {
-                ackSent = ackWanted;
-                respondHeader(ACK, 0, 0, ackSent, 0);
+            long a = ackReady;
+            if (a > ackSentTx && a < fSeq) {
+                ackSentTx = a;
+                frameHeader(ACK, 0, 0, 0, a, 0, 0, 0, 0, 0);
             }
-            respondHeader(NAK, status, 0, fSeq, 0);
+            frameHeader(NAK, 0, status, 0, fSeq, 0, 0, 0, 0, 0);
             finishTransmit();
         } finally {
             txLock.unlock();

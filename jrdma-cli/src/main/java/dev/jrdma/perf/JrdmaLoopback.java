@@ -1,0 +1,145 @@
+package dev.jrdma.perf;
+
+import dev.jrdma.Connection;
+import dev.jrdma.ConnectionConfig;
+import dev.jrdma.LocalRegion;
+import dev.jrdma.Rdma;
+import dev.jrdma.RdmaServer;
+import dev.jrdma.RemoteRegion;
+import dev.jrdma.runtime.CompletionMode;
+
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.CompletionHandler;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * jrdma's side of the loopback benchmarks, one role per process, each with a single spinning
+ * thread (INLINE mode: the benchmark thread drives progress), as perftest runs:
+ * <ul>
+ * <li>{@code write_lat}: ib_write_lat's ping-pong. The client writes 8 bytes (the iteration
+ * number) into the server's region; the server, polling its memory, sees it and writes it
+ * back into the client's; one round trip per iteration.</li>
+ * <li>{@code write_bw}: the client keeps {@value #WINDOW} writes of {@code size} bytes
+ * outstanding into the server's region; the server's IO thread applies them.</li>
+ * </ul>
+ * Descriptors cross in the connection's private data.
+ */
+final class JrdmaLoopback {
+    static final int WINDOW = 16;
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    private JrdmaLoopback() {
+    }
+
+    /** The server role: prints "ready PORT", serves one client, returns when it disconnects. */
+    static void serve(String provider, String test, int size) throws Exception {
+        boolean lat = test.equals("write_lat");
+        try (Rdma rdma = Rdma.builder().provider(provider).completionMode(CompletionMode.POLLING)
+                .ioThreads(lat ? Rdma.INLINE : 1).build();
+             LocalRegion mine = rdma.allocate(lat ? 8 : size);
+             LocalRegion out = rdma.allocate(8)) {
+            AtomicReference<Connection> accepted = new AtomicReference<>();
+            ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor()).build();
+            try (RdmaServer server = rdma.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), config,
+                    accepted::set)) {
+                System.out.println("ready " + server.address().getPort());
+                System.out.flush();
+                while (accepted.get() == null) {
+                    if (lat) {
+                        rdma.poll();
+                    } else {
+                        Thread.sleep(1);
+                    }
+                }
+                Connection c = accepted.get();
+                if (!lat) {
+                    while (c.state() == dev.jrdma.ConnectionState.ESTABLISHED) {
+                        Thread.sleep(5);
+                    }
+                    return;
+                }
+                RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
+                Counter done = new Counter();
+                for (long expect = 1; ; expect++) {
+                    while ((long) LONG.getVolatile(mine.segment(), 0L) != expect) {
+                        if (rdma.poll() == 0 && c.state() != dev.jrdma.ConnectionState.ESTABLISHED) {
+                            return;
+                        }
+                    }
+                    out.segment().set(ValueLayout.JAVA_LONG, 0, expect);
+                    c.write(out, peer, null, done);
+                }
+            }
+        }
+    }
+
+    /** Counts completions; fails loudly on the first error. No allocation per operation. */
+    static final class Counter implements CompletionHandler<Void, Object> {
+        long completed;
+
+        @Override
+        public void completed(Void v, Object a) {
+            completed++;
+        }
+
+        @Override
+        public void failed(Throwable e, Object a) {
+            throw new IllegalStateException("a benchmark operation failed", e);
+        }
+    }
+
+    /** write_lat client: the round-trip time of each of {@code iterations}, in ns. */
+    static long[] writeLatency(String provider, int port, int iterations) {
+        try (Rdma rdma = Rdma.builder().provider(provider).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE)
+                .build();
+             LocalRegion mine = rdma.allocate(8);
+             LocalRegion out = rdma.allocate(8)) {
+            ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor()).build();
+            try (Connection c = rdma.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), config)) {
+                RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
+                Counter done = new Counter();
+                long[] rtt = new long[iterations];
+                for (int i = 0; i < iterations; i++) {
+                    long v = i + 1;
+                    long t = System.nanoTime();
+                    out.segment().set(ValueLayout.JAVA_LONG, 0, v);
+                    c.write(out, peer, null, done);
+                    while ((long) LONG.getVolatile(mine.segment(), 0L) != v) {
+                        rdma.poll();
+                    }
+                    rtt[i] = System.nanoTime() - t;
+                }
+                while (done.completed < iterations) {
+                    rdma.poll();
+                }
+                return rtt;
+            }
+        }
+    }
+
+    /** write_bw client: bytes per second over {@code count} writes of {@code size}. */
+    static double writeBandwidth(String provider, int port, int size, int count) {
+        try (Rdma rdma = Rdma.builder().provider(provider).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE)
+                .build();
+             LocalRegion src = rdma.allocate(size)) {
+            try (Connection c = rdma.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port))) {
+                RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData()).slice(0, size);
+                Counter done = new Counter();
+                long posted = 0;
+                long t = System.nanoTime();
+                while (done.completed < count) {
+                    while (posted < count && posted - done.completed < WINDOW) {
+                        c.write(src, peer, null, done);
+                        posted++;
+                    }
+                    rdma.poll();
+                }
+                long ns = System.nanoTime() - t;
+                return (double) size * count / (ns / 1e9);
+            }
+        }
+    }
+}

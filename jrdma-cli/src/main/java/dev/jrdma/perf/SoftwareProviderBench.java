@@ -1,0 +1,264 @@
+package dev.jrdma.perf;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The software providers measured against their anchors in one run, rounds alternating, both
+ * ends on this host's loopback, each end in its own process: jrdma's 8-byte write ping-pong
+ * against a plain NIO ping-pong, jrdma's 1 MiB write bandwidth against iperf3's single stream
+ * (and UCX over tcp where ucx_perftest is installed). Writes a Markdown report with medians and
+ * ratios.
+ *
+ * <pre>
+ *   java -cp ... dev.jrdma.perf.SoftwareProviderBench [--rounds 5] [--out bench/software-providers.md]
+ * </pre>
+ */
+public final class SoftwareProviderBench {
+    private static final int LAT_ITERATIONS = 20_000, BW_SIZE = 1 << 20, BW_COUNT = 2_000;
+
+    private SoftwareProviderBench() {
+    }
+
+    record Round(double jrdmaLatUs, double nioLatUs, double jrdmaBw, double iperfBw, double ucxLatUs) {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("--role")) {
+            role(Arrays.copyOfRange(args, 1, args.length));
+            return;
+        }
+        int rounds = 5;
+        Path out = null;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--rounds" -> rounds = Integer.parseInt(args[++i]);
+                case "--out" -> out = Path.of(args[++i]);
+                default -> throw new IllegalArgumentException("unknown option " + args[i]
+                        + " (usage: SoftwareProviderBench [--rounds N] [--out FILE])");
+            }
+        }
+        List<Round> all = new ArrayList<>();
+        for (int r = 0; r < rounds; r++) {
+            double jl = median(clientOf("write_lat", port -> JrdmaLoopback.writeLatency("tcp", port, LAT_ITERATIONS)));
+            double nl = median(clientOf("nio", port -> NioPingPong.pingPong(port, LAT_ITERATIONS)));
+            double[] bw = new double[1];
+            clientOf("write_bw", port -> {
+                bw[0] = JrdmaLoopback.writeBandwidth("tcp", port, BW_SIZE, BW_COUNT);
+                return new long[] {1};
+            });
+            double ib = iperf3();
+            double ul = ucxAmLatency();
+            Round round = new Round(jl / 1e3, nl / 1e3, bw[0], ib, ul);
+            System.err.printf(Locale.ROOT, "round %d: jrdma tcp write RTT %.2f us, NIO RTT %.2f us, jrdma tcp 1 MiB write"
+                    + " %.0f MB/s, iperf3 %.0f MB/s, UCX tcp am_lat RTT %.2f us%n", r + 1, round.jrdmaLatUs(),
+                    round.nioLatUs(), round.jrdmaBw() / 1e6, round.iperfBw() / 1e6, round.ucxLatUs());
+            all.add(round);
+        }
+        String report = report(all);
+        System.out.print(report);
+        if (out != null) {
+            Files.createDirectories(out.toAbsolutePath().getParent());
+            Files.writeString(out, report);
+            System.err.println("wrote " + out);
+        }
+    }
+
+    interface Client {
+        long[] run(int port) throws Exception;
+    }
+
+    /** Starts the server role {@code role} in a child JVM, runs {@code client} against it. */
+    private static long[] clientOf(String role, Client client) throws Exception {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        String cp = location(dev.jrdma.Rdma.class) + File.pathSeparator + location(SoftwareProviderBench.class);
+        Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp", cp,
+                SoftwareProviderBench.class.getName(), "--role", role)
+                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        try {
+            BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+            String line = r.readLine();
+            if (line == null || !line.startsWith("ready ")) {
+                throw new IllegalStateException(role + " server did not start: " + line);
+            }
+            return client.run(Integer.parseInt(line.substring(6).trim()));
+        } finally {
+            if (!p.waitFor(20, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+            }
+        }
+    }
+
+    private static void role(String[] args) throws Exception {
+        switch (args[0]) {
+            case "write_lat" -> JrdmaLoopback.serve("tcp", "write_lat", 8);
+            case "write_bw" -> JrdmaLoopback.serve("tcp", "write_bw", BW_SIZE);
+            case "nio" -> NioPingPong.serve();
+            default -> throw new IllegalArgumentException("unknown role " + args[0]);
+        }
+    }
+
+    /** Median of the second half (the first is the JIT's warm-up), in ns. */
+    private static double median(long[] ns) {
+        long[] steady = Arrays.copyOfRange(ns, ns.length / 2, ns.length);
+        Arrays.sort(steady);
+        return steady[steady.length / 2];
+    }
+
+    private static double median(List<Round> rounds, java.util.function.ToDoubleFunction<Round> f) {
+        double[] v = rounds.stream().mapToDouble(f).filter(x -> !Double.isNaN(x)).sorted().toArray();
+        return v.length == 0 ? Double.NaN : v[v.length / 2];
+    }
+
+    /** iperf3 single stream over loopback for 3 s, received bytes per second; NaN when iperf3 is missing. */
+    private static double iperf3() throws Exception {
+        if (!onPath("iperf3")) {
+            return Double.NaN;
+        }
+        int port = freePort();
+        Process server = new ProcessBuilder("iperf3", "-s", "-1", "-p", String.valueOf(port), "-B", "127.0.0.1")
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            Thread.sleep(300);
+            String json = run(List.of("iperf3", "-c", "127.0.0.1", "-p", String.valueOf(port), "-t", "3", "-J"), 30);
+            Matcher m = Pattern.compile("\"sum_received\"\\s*:\\s*\\{[^}]*\"bits_per_second\"\\s*:\\s*([0-9.eE+]+)")
+                    .matcher(json);
+            return m.find() ? Double.parseDouble(m.group(1)) / 8 : Double.NaN;
+        } finally {
+            if (!server.waitFor(10, TimeUnit.SECONDS)) {
+                server.destroyForcibly();
+            }
+        }
+    }
+
+    /** UCX over tcp on lo, active-message ping-pong of 8 bytes: the round trip in us (it prints one-way). */
+    private static double ucxAmLatency() throws Exception {
+        if (!onPath("ucx_perftest")) {
+            return Double.NaN;
+        }
+        int port = freePort();
+        ProcessBuilder sb = new ProcessBuilder("ucx_perftest", "-p", String.valueOf(port));
+        sb.environment().put("UCX_TLS", "tcp");
+        sb.environment().put("UCX_NET_DEVICES", "lo");
+        Process server = sb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            Thread.sleep(500);
+            ProcessBuilder cb = new ProcessBuilder("ucx_perftest", "127.0.0.1", "-p", String.valueOf(port), "-t", "am_lat",
+                    "-x", "tcp", "-d", "lo", "-s", "8", "-n", "20000");
+            cb.environment().put("UCX_TLS", "tcp");
+            cb.environment().put("UCX_NET_DEVICES", "lo");
+            Process c = cb.redirectErrorStream(true).start();
+            String text = new String(c.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            c.waitFor(60, TimeUnit.SECONDS);
+            // The final line: "Final: <iterations> <typical> <avg> <overall> ..." latencies in usec, one-way.
+            for (String line : text.split("\n")) {
+                String[] f = line.trim().split("\\s+");
+                if (f.length > 2 && f[0].equals("Final:")) {
+                    return 2 * Double.parseDouble(f[2]);
+                }
+            }
+            System.err.println("ucx_perftest printed no Final line:\n" + text);
+            return Double.NaN;
+        } finally {
+            if (!server.waitFor(10, TimeUnit.SECONDS)) {
+                server.destroyForcibly();
+            }
+        }
+    }
+
+    private static String run(List<String> command, int seconds) throws Exception {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+        }
+        return text;
+    }
+
+    private static boolean onPath(String tool) {
+        for (String dir : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
+            if (Files.isExecutable(Path.of(dir, tool))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static int freePort() throws Exception {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    private static String location(Class<?> c) throws Exception {
+        return Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+    }
+
+    private static String report(List<Round> rounds) throws Exception {
+        double jl = median(rounds, Round::jrdmaLatUs), nl = median(rounds, Round::nioLatUs);
+        double jb = median(rounds, Round::jrdmaBw), ib = median(rounds, Round::iperfBw);
+        double ul = median(rounds, Round::ucxLatUs);
+        StringBuilder sb = new StringBuilder();
+        sb.append("# Software providers against their anchors\n\n");
+        sb.append("Run ").append(ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME)).append(" on ")
+                .append(Runtime.getRuntime().availableProcessors()).append(" CPUs, ")
+                .append(System.getProperty("os.name")).append(' ').append(System.getProperty("os.version"))
+                .append(", JDK ").append(Runtime.version()).append(", host ").append(hostModel()).append(".\n");
+        sb.append("Both ends on loopback, each in its own process with one spinning thread; ").append(rounds.size())
+                .append(" rounds, alternating; each number is the median over rounds (a round's latency is the")
+                .append(" median of the second half of ").append(LAT_ITERATIONS).append(" iterations).\n\n");
+        sb.append("| metric | jrdma tcp | anchor | ratio | target | met |\n|---|---|---|---|---|---|\n");
+        double latRatio = jl / nl;
+        sb.append(String.format(Locale.ROOT, "| 8 B write ping-pong RTT | %.2f us | NIO ping-pong %.2f us | %.2f | <= 1.3 | %s |%n",
+                jl, nl, latRatio, latRatio <= 1.3 ? "yes" : "**no**"));
+        if (!Double.isNaN(ul)) {
+            sb.append(String.format(Locale.ROOT, "| 8 B RTT vs UCX tcp (am_lat x2) | %.2f us | UCX %.2f us | %.2f | < 1 (faster) | %s |%n",
+                    jl, ul, jl / ul, jl < ul ? "yes" : "**no**"));
+        } else {
+            sb.append("| 8 B RTT vs UCX tcp | | ucx_perftest not installed | | < 1 | not measured |\n");
+        }
+        if (!Double.isNaN(ib)) {
+            double bwRatio = jb / ib;
+            sb.append(String.format(Locale.ROOT, "| 1 MiB write bandwidth | %.0f MB/s | iperf3 %.0f MB/s | %.2f | >= 0.7 | %s |%n",
+                    jb / 1e6, ib / 1e6, bwRatio, bwRatio >= 0.7 ? "yes" : "**no**"));
+        } else {
+            sb.append(String.format(Locale.ROOT, "| 1 MiB write bandwidth | %.0f MB/s | iperf3 not installed | | >= 0.7 | not measured |%n",
+                    jb / 1e6));
+        }
+        sb.append("\nRounds:\n\n| round | jrdma RTT us | NIO RTT us | UCX RTT us | jrdma MB/s | iperf3 MB/s |\n|---|---|---|---|---|---|\n");
+        for (int i = 0; i < rounds.size(); i++) {
+            Round r = rounds.get(i);
+            sb.append(String.format(Locale.ROOT, "| %d | %.2f | %.2f | %.2f | %.0f | %.0f |%n", i + 1, r.jrdmaLatUs(),
+                    r.nioLatUs(), r.ucxLatUs(), r.jrdmaBw() / 1e6, r.iperfBw() / 1e6));
+        }
+        sb.append("\nRegenerate: `scripts/bench-software-providers` (writes this file).\n");
+        return sb.toString();
+    }
+
+    private static String hostModel() {
+        try {
+            for (String l : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+                if (l.startsWith("model name")) {
+                    return l.substring(l.indexOf(':') + 1).trim();
+                }
+            }
+        } catch (java.io.IOException ignored) {
+            // unknown
+        }
+        return "unknown CPU";
+    }
+}
