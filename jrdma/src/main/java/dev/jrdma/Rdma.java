@@ -199,6 +199,16 @@ public final class Rdma implements AutoCloseable {
         if (size <= 0) {
             throw new IllegalArgumentException("allocate: size must be positive, not " + size);
         }
+        dev.jrdma.spi.ShareableMemory shared = device.allocateShareable(size);
+        if (shared != null) {
+            try {
+                MemorySegment seg = shared.segment().asSlice(0, size);
+                return track(new LocalRegion(seg, device.register(seg, Access.bits(Access.values())), shared));
+            } catch (RuntimeException e) {
+                shared.close();
+                throw e;
+            }
+        }
         Arena arena = Arena.ofShared();
         try {
             MemorySegment seg = arena.allocate(size, 64);
@@ -588,11 +598,16 @@ public final class Rdma implements AutoCloseable {
                         }
                     }
                 }
-                for (Provider p : all) {
-                    if (p.name().equals("tcp") && p.isAvailable()) {
-                        String reason = "auto: tcp, because verbs cannot be used here: " + whyNotVerbs;
-                        LOG.log(System.Logger.Level.INFO, "jrdma chose the {0}", reason);
-                        return new Chosen(p, p.open(null), reason);
+                // shm is tcp plus direct access to peers of this host, so it serves every peer.
+                for (String software : List.of("shm", "tcp")) {
+                    for (Provider p : all) {
+                        if (p.name().equals(software) && p.isAvailable()) {
+                            String reason = "auto: " + software + (software.equals("shm")
+                                    ? " (direct shared memory to peers on this host, tcp to the others)" : "")
+                                    + ", because verbs cannot be used here: " + whyNotVerbs;
+                            LOG.log(System.Logger.Level.INFO, "jrdma chose the {0}", reason);
+                            return new Chosen(p, p.open(null), reason);
+                        }
                     }
                 }
                 throw new ProviderUnavailableException("auto", "no provider can run here; verbs: " + whyNotVerbs);

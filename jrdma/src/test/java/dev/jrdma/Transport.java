@@ -19,6 +19,10 @@ record Transport(String provider, String serverDevice, String clientDevice) {
         return new Transport("tcp", "tcp", "tcp");
     }
 
+    static Transport shm() {
+        return new Transport("shm", "shm", "shm");
+    }
+
     Rdma.Builder server() {
         return Rdma.builder().provider(provider).device(serverDevice);
     }

@@ -29,8 +29,8 @@ class TourTest {
                 steps.stream().map(Tour.Step::name).toList(), text);
         boolean rdmaHere = java.nio.file.Files.isDirectory(java.nio.file.Path.of("/sys/class/infiniband"));
         if (!rdmaHere) {
-            assertTrue(text.contains("provider tcp") && text.contains("because verbs cannot be used here"),
-                    "with no RDMA device auto chooses tcp and says why:\n" + text);
+            assertTrue(text.contains("provider shm") && text.contains("because verbs cannot be used here"),
+                    "with no RDMA device auto chooses shm and says why:\n" + text);
         }
         assertTrue(text.contains("5000 messages of 64 B sent and echoed"), text);
         assertTrue(text.contains("equal to what was written"), text);

@@ -19,10 +19,11 @@ import java.util.regex.Pattern;
 
 /**
  * The software providers measured against their anchors in one run, rounds alternating, both
- * ends on this host's loopback, each end in its own process: jrdma's 8-byte write ping-pong
- * against a plain NIO ping-pong, jrdma's 1 MiB write bandwidth against iperf3's single stream
- * (and UCX over tcp where ucx_perftest is installed). Writes a Markdown report with medians and
- * ratios.
+ * ends on this host, each end in its own process. tcp: the 8-byte write ping-pong against a
+ * plain NIO ping-pong and UCX over tcp, 1 MiB write bandwidth against iperf3's single stream.
+ * shm: the 8-byte write ping-pong against two JVMs spinning on one mapping (the floor) and UCX
+ * posix, 1 MiB write bandwidth against a single-core MemorySegment.copy. Writes a Markdown
+ * report with medians and ratios.
  *
  * <pre>
  *   java -cp ... dev.jrdma.perf.SoftwareProviderBench [--rounds 5] [--out bench/software-providers.md]
@@ -34,7 +35,8 @@ public final class SoftwareProviderBench {
     private SoftwareProviderBench() {
     }
 
-    record Round(double jrdmaLatUs, double nioLatUs, double jrdmaBw, double iperfBw, double ucxLatUs) {
+    record Round(double jrdmaLatUs, double nioLatUs, double jrdmaBw, double iperfBw, double ucxLatUs,
+                 double shmLatUs, double rawShmLatUs, double ucxPosixLatUs, double shmBw, double copyBw) {
     }
 
     public static void main(String[] args) throws Exception {
@@ -54,19 +56,26 @@ public final class SoftwareProviderBench {
         }
         List<Round> all = new ArrayList<>();
         for (int r = 0; r < rounds; r++) {
-            double jl = median(clientOf("write_lat", port -> JrdmaLoopback.writeLatency("tcp", port, LAT_ITERATIONS)));
-            double nl = median(clientOf("nio", port -> NioPingPong.pingPong(port, LAT_ITERATIONS)));
-            double[] bw = new double[1];
-            clientOf("write_bw", port -> {
-                bw[0] = JrdmaLoopback.writeBandwidth("tcp", port, BW_SIZE, BW_COUNT);
-                return new long[] {1};
-            });
+            double jl = median(clientOf(new String[] {"write_lat", "tcp"},
+                    port -> JrdmaLoopback.writeLatency("tcp", port, LAT_ITERATIONS)));
+            double nl = median(clientOf(new String[] {"nio"}, port -> NioPingPong.pingPong(port, LAT_ITERATIONS)));
+            double jb = bandwidth("tcp");
             double ib = iperf3();
-            double ul = ucxAmLatency();
-            Round round = new Round(jl / 1e3, nl / 1e3, bw[0], ib, ul);
-            System.err.printf(Locale.ROOT, "round %d: jrdma tcp write RTT %.2f us, NIO RTT %.2f us, jrdma tcp 1 MiB write"
-                    + " %.0f MB/s, iperf3 %.0f MB/s, UCX tcp am_lat RTT %.2f us%n", r + 1, round.jrdmaLatUs(),
-                    round.nioLatUs(), round.jrdmaBw() / 1e6, round.iperfBw() / 1e6, round.ucxLatUs());
+            double ul = ucxLatency("am_lat", "tcp", "lo", "tcp");
+            double sl = median(clientOf(new String[] {"write_lat", "shm"},
+                    port -> JrdmaLoopback.writeLatency("shm", port, LAT_ITERATIONS)));
+            Path flag = Path.of("/dev/shm/jrdma-bench-" + ProcessHandle.current().pid());
+            Files.deleteIfExists(flag);
+            double rl = median(clientOf(new String[] {"raw_shm", flag.toString()},
+                    port -> RawShmPingPong.pingPong(flag, LAT_ITERATIONS)));
+            double up = ucxLatency("put_lat", "posix", "memory", "posix,self");
+            double sb = bandwidth("shm");
+            double cb = RawShmPingPong.copyBandwidth(BW_SIZE, BW_COUNT);
+            Round round = new Round(jl / 1e3, nl / 1e3, jb, ib, ul, sl / 1e3, rl / 1e3, up, sb, cb);
+            System.err.printf(Locale.ROOT, "round %d: tcp RTT %.2f us (NIO %.2f, UCX %.2f), tcp 1 MiB write %.0f MB/s"
+                    + " (iperf3 %.0f); shm RTT %.3f us (raw %.3f, UCX posix %.3f), shm 1 MiB write %.0f MB/s (copy %.0f)%n",
+                    r + 1, round.jrdmaLatUs(), round.nioLatUs(), round.ucxLatUs(), jb / 1e6, ib / 1e6, round.shmLatUs(),
+                    round.rawShmLatUs(), up, sb / 1e6, cb / 1e6);
             all.add(round);
         }
         String report = report(all);
@@ -82,18 +91,28 @@ public final class SoftwareProviderBench {
         long[] run(int port) throws Exception;
     }
 
+    private static double bandwidth(String provider) throws Exception {
+        double[] bw = new double[1];
+        clientOf(new String[] {"write_bw", provider}, port -> {
+            bw[0] = JrdmaLoopback.writeBandwidth(provider, port, BW_SIZE, BW_COUNT);
+            return new long[] {1};
+        });
+        return bw[0];
+    }
+
     /** Starts the server role {@code role} in a child JVM, runs {@code client} against it. */
-    private static long[] clientOf(String role, Client client) throws Exception {
+    private static long[] clientOf(String[] role, Client client) throws Exception {
         String java = ProcessHandle.current().info().command().orElse("java");
         String cp = location(dev.jrdma.Rdma.class) + File.pathSeparator + location(SoftwareProviderBench.class);
-        Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp", cp,
-                SoftwareProviderBench.class.getName(), "--role", role)
-                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp", cp,
+                SoftwareProviderBench.class.getName(), "--role"));
+        command.addAll(List.of(role));
+        Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         try {
             BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
             String line = r.readLine();
             if (line == null || !line.startsWith("ready ")) {
-                throw new IllegalStateException(role + " server did not start: " + line);
+                throw new IllegalStateException(String.join(" ", role) + " server did not start: " + line);
             }
             return client.run(Integer.parseInt(line.substring(6).trim()));
         } finally {
@@ -105,9 +124,10 @@ public final class SoftwareProviderBench {
 
     private static void role(String[] args) throws Exception {
         switch (args[0]) {
-            case "write_lat" -> JrdmaLoopback.serve("tcp", "write_lat", 8);
-            case "write_bw" -> JrdmaLoopback.serve("tcp", "write_bw", BW_SIZE);
+            case "write_lat" -> JrdmaLoopback.serve(args[1], "write_lat", 8);
+            case "write_bw" -> JrdmaLoopback.serve(args[1], "write_bw", BW_SIZE);
             case "nio" -> NioPingPong.serve();
+            case "raw_shm" -> RawShmPingPong.serve(Path.of(args[1]));
             default -> throw new IllegalArgumentException("unknown role " + args[0]);
         }
     }
@@ -145,22 +165,20 @@ public final class SoftwareProviderBench {
         }
     }
 
-    /** UCX over tcp on lo, active-message ping-pong of 8 bytes: the round trip in us (it prints one-way). */
-    private static double ucxAmLatency() throws Exception {
+    /** A UCX 8-byte latency test over one transport: the round trip in us (ucx_perftest prints one-way). */
+    private static double ucxLatency(String test, String transport, String device, String tls) throws Exception {
         if (!onPath("ucx_perftest")) {
             return Double.NaN;
         }
         int port = freePort();
         ProcessBuilder sb = new ProcessBuilder("ucx_perftest", "-p", String.valueOf(port));
-        sb.environment().put("UCX_TLS", "tcp");
-        sb.environment().put("UCX_NET_DEVICES", "lo");
+        sb.environment().put("UCX_TLS", tls);
         Process server = sb.redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         try {
             Thread.sleep(500);
-            ProcessBuilder cb = new ProcessBuilder("ucx_perftest", "127.0.0.1", "-p", String.valueOf(port), "-t", "am_lat",
-                    "-x", "tcp", "-d", "lo", "-s", "8", "-n", "20000");
-            cb.environment().put("UCX_TLS", "tcp");
-            cb.environment().put("UCX_NET_DEVICES", "lo");
+            ProcessBuilder cb = new ProcessBuilder("ucx_perftest", "127.0.0.1", "-p", String.valueOf(port), "-t", test,
+                    "-x", transport, "-d", device, "-s", "8", "-n", "20000");
+            cb.environment().put("UCX_TLS", tls);
             Process c = cb.redirectErrorStream(true).start();
             String text = new String(c.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             c.waitFor(60, TimeUnit.SECONDS);
@@ -239,11 +257,27 @@ public final class SoftwareProviderBench {
             sb.append(String.format(Locale.ROOT, "| 1 MiB write bandwidth | %.0f MB/s | iperf3 not installed | | >= 0.7 | not measured |%n",
                     jb / 1e6));
         }
-        sb.append("\nRounds:\n\n| round | jrdma RTT us | NIO RTT us | UCX RTT us | jrdma MB/s | iperf3 MB/s |\n|---|---|---|---|---|---|\n");
+        double sl = median(rounds, Round::shmLatUs), rl = median(rounds, Round::rawShmLatUs);
+        double up = median(rounds, Round::ucxPosixLatUs), sbw = median(rounds, Round::shmBw), cb = median(rounds, Round::copyBw);
+        sb.append("\n| metric | jrdma shm | anchor | ratio | target | met |\n|---|---|---|---|---|---|\n");
+        sb.append(String.format(Locale.ROOT, "| 8 B write ping-pong RTT | %.3f us | raw two-JVM shm ping-pong %.3f us | %.2f | <= 1.5 | %s |%n",
+                sl, rl, sl / rl, sl / rl <= 1.5 ? "yes" : "**no**"));
+        if (!Double.isNaN(up)) {
+            sb.append(String.format(Locale.ROOT, "| 8 B RTT vs UCX posix (put_lat x2) | %.3f us | UCX %.3f us | %.2f | < 1 (faster) | %s |%n",
+                    sl, up, sl / up, sl < up ? "yes" : "**no**"));
+        } else {
+            sb.append("| 8 B RTT vs UCX posix | | ucx_perftest not installed or failed | | < 1 | not measured |\n");
+        }
+        sb.append("| 8 B RTT vs Aeron IPC | | not measured yet | | < 1 | not measured |\n");
+        sb.append(String.format(Locale.ROOT, "| 1 MiB write bandwidth | %.0f MB/s | single-core MemorySegment.copy %.0f MB/s | %.2f | >= 0.7 | %s |%n",
+                sbw / 1e6, cb / 1e6, sbw / cb, sbw / cb >= 0.7 ? "yes" : "**no**"));
+        sb.append("\nRounds (RTT in us, bandwidth in MB/s):\n\n| round | tcp RTT | NIO | UCX tcp | tcp MB/s | iperf3 |"
+                + " shm RTT | raw shm | UCX posix | shm MB/s | copy |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int i = 0; i < rounds.size(); i++) {
             Round r = rounds.get(i);
-            sb.append(String.format(Locale.ROOT, "| %d | %.2f | %.2f | %.2f | %.0f | %.0f |%n", i + 1, r.jrdmaLatUs(),
-                    r.nioLatUs(), r.ucxLatUs(), r.jrdmaBw() / 1e6, r.iperfBw() / 1e6));
+            sb.append(String.format(Locale.ROOT, "| %d | %.2f | %.2f | %.2f | %.0f | %.0f | %.3f | %.3f | %.3f | %.0f | %.0f |%n",
+                    i + 1, r.jrdmaLatUs(), r.nioLatUs(), r.ucxLatUs(), r.jrdmaBw() / 1e6, r.iperfBw() / 1e6, r.shmLatUs(),
+                    r.rawShmLatUs(), r.ucxPosixLatUs(), r.shmBw() / 1e6, r.copyBw() / 1e6));
         }
         sb.append("\nRegenerate: `scripts/bench-software-providers` (writes this file).\n");
         return sb.toString();

@@ -52,8 +52,8 @@ class DevicesCommandTest {
                 "this machine has RDMA devices: the device listing is tested in the VM");
         Run r = run("devices");
         assertEquals(0, r.code(), r.err());
-        assertTrue(r.out().contains("No RDMA device") && r.out().contains("tcp: available"), r.out());
-        assertTrue(r.out().contains("The default provider, auto, chooses tcp, because verbs cannot be used here"), r.out());
+        assertTrue(r.out().contains("No RDMA device") && r.out().contains("tcp: available") && r.out().contains("shm: available"), r.out());
+        assertTrue(r.out().contains("The default provider, auto, chooses shm (direct shared memory to peers on this host, tcp to the others), because verbs cannot be used here"), r.out());
     }
 
     @Test

@@ -20,6 +20,14 @@ public interface Device extends AutoCloseable {
      */
     MemoryRegistration register(MemorySegment memory, int access);
 
+    /**
+     * {@code size} bytes of zeroed memory that same-host peers can reach directly, for
+     * {@code Rdma.allocate}; null when this device has no such memory (then ordinary memory is used).
+     */
+    default ShareableMemory allocateShareable(long size) {
+        return null;
+    }
+
     /** A completion channel: one fd that reports events of every CQ made with it. */
     CompletionChannel createCompletionChannel();
 

@@ -189,7 +189,10 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
     private void established(CmEventHandler handler, byte[] peerPrivateData) {
         phase = Phase.ESTABLISHED;
         manager.forget(fd);
-        qp.start();
+        byte[] ours = manager.bootId();
+        boolean sameHost = peerHello != null && java.util.Arrays.equals(ours, peerHello.bootId())
+                && !java.util.Arrays.equals(ours, new byte[16]);
+        qp.start(manager.sameHost(), sameHost, peerHello == null ? -1 : peerHello.pid());
         handler.onEstablished(this, peerPrivateData);
     }
 

@@ -18,6 +18,8 @@ final class TcpCompletionQueue implements CompletionQueue {
     private int[] status, opcode, byteLen, imm;
     private boolean[] withImm;
     private int head, count;
+    /** The polling thread armed (about to sleep); cleared when it polls. */
+    private volatile boolean armed;
 
     TcpCompletionQueue(int depth, TcpCompletionChannel channel) {
         this.channel = channel;
@@ -71,6 +73,9 @@ final class TcpCompletionQueue implements CompletionQueue {
 
     @Override
     public int poll(CompletionSink sink, int max) {
+        if (armed) {
+            armed = false;
+        }
         if (count == 0) {
             for (int i = 0, n = queuePairs.size(); i < n; i++) {
                 queuePairs.get(i).progress();
@@ -91,8 +96,21 @@ final class TcpCompletionQueue implements CompletionQueue {
     public void arm() {
         // Level-triggered: the channel's fd is readable while there is anything to do. What must
         // not wait for a next pass goes out now: the thread is about to sleep.
+        armed = true;
         for (int i = 0, n = queuePairs.size(); i < n; i++) {
             queuePairs.get(i).flushAck();
+        }
+    }
+
+    /**
+     * A completion became ready without socket activity (an operation done on a shared mapping):
+     * wake the polling thread if it armed to sleep. Both sides use volatile accesses (the entry is
+     * published before this reads armed; the poller sets armed before it polls once more), so
+     * either the poller sees the entry or this sees armed.
+     */
+    void wakeIfAsleep() {
+        if (armed && channel != null) {
+            channel.wake();
         }
     }
 

@@ -63,6 +63,10 @@ final class TcpConnectionManager implements ConnectionManager {
         return device.bootId();
     }
 
+    TcpSameHost sameHost() {
+        return device.sameHost;
+    }
+
     long pid() {
         return ProcessHandle.current().pid();
     }

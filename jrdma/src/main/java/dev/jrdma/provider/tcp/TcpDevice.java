@@ -24,6 +24,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class TcpDevice implements Device {
     static final String NAME = "tcp";
+    private final String name;
+    /** Direct same-host access (the shm provider), or null: tcp only. */
+    final TcpSameHost sameHost;
+
+    TcpDevice(String name, TcpSameHost sameHost) {
+        this.name = name;
+        this.sameHost = sameHost;
+    }
     private static final DeviceCapabilities CAPS = new DeviceCapabilities(32768, 1, 1 << 20, 128, 128,
             Long.MAX_VALUE, true, false, false, false);
     private final TcpRegistrations registrations = new TcpRegistrations();
@@ -32,7 +40,12 @@ final class TcpDevice implements Device {
 
     @Override
     public String name() {
-        return NAME;
+        return name;
+    }
+
+    @Override
+    public dev.jrdma.spi.ShareableMemory allocateShareable(long size) {
+        return sameHost == null ? null : sameHost.allocate(size);
     }
 
     @Override

@@ -50,6 +50,14 @@ public final class TcpFrameDescriptor {
     public static final byte ACK = 16, NAK = 17, READ_RESPONSE = 18, ATOMIC_RESPONSE = 19;
     /** Frame type: the sender disconnects; nothing follows. */
     public static final byte DISCONNECT = 32;
+    /**
+     * Same host only (shm), outside the request sequence. MAP_REQUEST: where is region
+     * {@code rkey}? MAP_RESPONSE: status 0 and, for {@code rkey}, its base address (remote
+     * address), length (compare/add), access (sequence), the fd to open in the owner's process
+     * (imm) and the region's offset in it (swap); status 1: not shareable, keep the socket.
+     * UNMAP: region {@code rkey} was closed; drop its mapping.
+     */
+    public static final byte MAP_REQUEST = 33, MAP_RESPONSE = 34, UNMAP = 35;
 
     /** The request wants its completion reported (an ACK up to here). */
     public static final int FLAG_ACK_REQUESTED = 1;
@@ -141,6 +149,9 @@ public final class TcpFrameDescriptor {
             case READ_RESPONSE -> "READ_RESPONSE";
             case ATOMIC_RESPONSE -> "ATOMIC_RESPONSE";
             case DISCONNECT -> "DISCONNECT";
+            case MAP_REQUEST -> "MAP_REQUEST";
+            case MAP_RESPONSE -> "MAP_RESPONSE";
+            case UNMAP -> "UNMAP";
             default -> "unknown type " + type;
         };
     }

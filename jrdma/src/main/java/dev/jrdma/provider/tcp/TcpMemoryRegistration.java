@@ -19,6 +19,9 @@ final class TcpMemoryRegistration implements MemoryRegistration {
     private final int access;
     private final AtomicInteger inside = new AtomicInteger();
     private volatile boolean closed;
+    /** Queue pairs whose peers mapped this region (same host): told when it closes. */
+    private final java.util.concurrent.CopyOnWriteArrayList<TcpQueuePair> sharedWith =
+            new java.util.concurrent.CopyOnWriteArrayList<>();
 
     TcpMemoryRegistration(TcpRegistrations table, MemorySegment memory, int key, int access) {
         this.table = table;
@@ -67,6 +70,10 @@ final class TcpMemoryRegistration implements MemoryRegistration {
         inside.decrementAndGet();
     }
 
+    void sharedWith(TcpQueuePair qp) {
+        sharedWith.addIfAbsent(qp);
+    }
+
     boolean isClosed() {
         return closed;
     }
@@ -78,6 +85,13 @@ final class TcpMemoryRegistration implements MemoryRegistration {
         }
         closed = true;
         table.remove(this);
+        // Peers that reach it directly stop: they go back to asking us (and are refused).
+        // An operation of theirs already under way still lands in the shared pages, which
+        // stay valid memory as long as any process maps them.
+        for (TcpQueuePair qp : sharedWith) {
+            qp.sendUnmap(key);
+        }
+        sharedWith.clear();
         // Both sides use sequentially consistent operations (volatile write, then read of the
         // counter; counter increment, then volatile read), so a thread either sees closed or is counted.
         while (inside.get() != 0) {

@@ -42,6 +42,18 @@ public final class TcpProvider implements Provider {
             throw new RdmaException("the tcp provider has one device, \"" + TcpDevice.NAME + "\", not \"" + deviceName
                     + "\"");
         }
-        return new TcpDevice();
+        return new TcpDevice(TcpDevice.NAME, null);
+    }
+
+    /**
+     * A tcp device named {@code name} whose connections to peers of this host reach shareable
+     * regions directly through {@code sameHost}: how the shm provider rides on tcp.
+     */
+    public static Device openSameHost(String name, TcpSameHost sameHost) {
+        ProviderUnavailableException why = new TcpProvider().unavailabilityCause();
+        if (why != null) {
+            throw why;
+        }
+        return new TcpDevice(name, sameHost);
     }
 }

@@ -70,8 +70,23 @@ final class TcpQueuePair implements QueuePair {
     private final byte[] sqOpcode;
     private final boolean[] sqSignaled;
     private final int[] sqLocalError;
-    private volatile long sqTail;   // sequence numbers 1..sqTail posted
+    private volatile long sqTail;   // ring positions 1..sqTail posted
     private volatile long sqHead;   // 1..sqHead completed
+    private final long[] sqWire;    // the entry's sequence number on the wire; 0: not sent (done directly, or not at all)
+    private long wireNext;          // poster: the last sequence number sent (under txLock)
+    private volatile long wirePosted;   // wireNext, published for the progress thread
+    private long lastSocketPos;     // poster: ring position of the last request sent on the socket
+
+    // ---- same host (shm): peers' shareable regions mapped here, by rkey; under txLock
+    private volatile TcpSameHost sameHost;
+    private long peerPid;
+    private final java.util.Map<Integer, PeerRegion> peerRegions = new java.util.HashMap<>();
+    private final java.util.Set<Integer> mapRequested = new java.util.HashSet<>();
+    private long nextSocketCheck;
+
+    /** A peer's region mapped here: its base address there, length, access, and the mapping. */
+    private record PeerRegion(long base, long length, int access, MemorySegment mapped, Arena arena) {
+    }
     private volatile boolean sqBroken;   // poster side: a local error was posted; nothing more goes out
 
     // ---- receive ring: receives posted, consumed by incoming SENDs / WRITE_WITH_IMMs.
@@ -129,6 +144,7 @@ final class TcpQueuePair implements QueuePair {
         sqOpcode = new byte[sq];
         sqSignaled = new boolean[sq];
         sqLocalError = new int[sq];
+        sqWire = new long[sq];
         int rq = Integer.highestOneBit(Math.max(1, spec.recvDepth() - 1)) << 1;
         rqMask = rq - 1;
         rqWrId = new long[rq];
@@ -144,8 +160,16 @@ final class TcpQueuePair implements QueuePair {
         return fd;
     }
 
-    /** The handshake is done: the socket is this QP's from now on. */
-    void start() {
+    /**
+     * The handshake is done: the socket is this QP's from now on. {@code sameHostPeer}: the
+     * peer shares this host (same boot id), so shareable regions are reached directly through
+     * {@code support}, the peer being process {@code pid}.
+     */
+    void start(TcpSameHost support, boolean sameHostPeer, long pid) {
+        if (support != null && sameHostPeer) {
+            peerPid = pid;
+            sameHost = support;
+        }
         started = true;
         if (cq.channel != null) {
             cq.channel.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP, true);
@@ -232,14 +256,14 @@ final class TcpQueuePair implements QueuePair {
         return firstUnposted;
     }
 
-    /** Records one request in the send ring and queues its frame; under txLock. */
+    /** Records one request in the send ring and queues its frame (or does it directly); under txLock. */
     private int queue(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
                       int rkey, long compareAdd, long swap, int imm) {
         if (closed) {
             return Errno.EINVAL;
         }
-        long seq = sqTail + 1;
-        if (seq - sqHead > sqMask + 1 || seq - sqHead > granted.sendDepth()) {
+        long pos = sqTail + 1;
+        if (pos - sqHead > sqMask + 1 || pos - sqHead > granted.sendDepth()) {
             return Errno.ENOMEM;
         }
         byte type;
@@ -273,41 +297,111 @@ final class TcpQueuePair implements QueuePair {
         if (atomic && length < 8) {
             return Errno.EINVAL;
         }
-        int i = (int) (seq - 1) & sqMask;
+        int i = (int) (pos - 1) & sqMask;
         sqWrId[i] = wrId;
         sqOpcode[i] = (byte) opcode;
         sqSignaled[i] = (flags & SEND_SIGNALED) != 0;
         sqLocalAddr[i] = localAddr;
         sqLength[i] = atomic ? 8 : length;
         sqLkey[i] = lkey;
+        sqWire[i] = 0;
         TcpMemoryRegistration local = length == 0 ? null
                 : registrations.check(lkey, localAddr, atomic ? 8 : length, needLocal, null);
         sqLocalError[i] = length != 0 && local == null ? WorkCompletion.LOC_PROT_ERR : 0;
         if (sqLocalError[i] != 0 || sqBroken || inError) {
-            // RC: the bad request and everything after it complete in error; nothing goes out.
-            sqBroken = true;
-            sqTail = seq;
-            if (cq.channel != null) {
-                cq.channel.wake();
-            }
-            return 0;
+            return notSent(pos);   // RC: the bad request and everything after it complete in error
         }
-        int frameFlags = (sqSignaled[i] ? FLAG_ACK_REQUESTED : 0)
-                | (opcode == WR_SEND_WITH_IMM || opcode == WR_RDMA_WRITE_WITH_IMM ? FLAG_IMM : 0);
-        boolean payload = type == SEND || type == WRITE;
-        frameHeader(type, frameFlags, 0, payload ? length : 0, seq, remoteAddr, rkey, imm,
-                type == READ_REQUEST ? length : compareAdd, swap);
-        if (payload && length > 0) {
-            if (!local.enter()) {
-                sqLocalError[i] = WorkCompletion.LOC_PROT_ERR;   // closed just now: send zeros? no: stop here
-                sqBroken = true;
-                sqTail = seq;
+        TcpSameHost support = sameHost;
+        if (support != null && length > 0 && opcode != WR_RDMA_WRITE_WITH_IMM && type != SEND) {
+            PeerRegion m = peerRegions.get(rkey);
+            if (m == null) {
+                requestMap(rkey);
+            } else if (sqHead >= lastSocketPos) {
+                // Nothing of ours is still on the socket ahead of it, so doing it now keeps RC's order.
+                int status = direct(m, type, localAddr, atomic ? 8 : length, local, remoteAddr, compareAdd, swap);
+                if (status != 0) {
+                    sqLocalError[i] = status;
+                    return notSent(pos);
+                }
+                sqTail = pos;
+                cq.wakeIfAsleep();
                 return 0;
             }
+        }
+        boolean payload = type == SEND || type == WRITE;
+        if (payload && length > 0 && !local.enter()) {
+            sqLocalError[i] = WorkCompletion.LOC_PROT_ERR;   // closed just now
+            return notSent(pos);
+        }
+        long wire = ++wireNext;
+        sqWire[i] = wire;
+        wirePosted = wire;
+        lastSocketPos = pos;
+        int frameFlags = (sqSignaled[i] ? FLAG_ACK_REQUESTED : 0)
+                | (opcode == WR_SEND_WITH_IMM || opcode == WR_RDMA_WRITE_WITH_IMM ? FLAG_IMM : 0);
+        frameHeader(type, frameFlags, 0, payload ? length : 0, wire, remoteAddr, rkey, imm,
+                type == READ_REQUEST ? length : compareAdd, swap);
+        if (payload && length > 0) {
             tx.addPayload(localAddr, length, local);
         }
-        sqTail = seq;   // published before the frame can be answered
+        sqTail = pos;   // published before the frame can be answered
         return 0;
+    }
+
+    /** An entry that does not go out: it (or one before it) failed here; the QP goes to error. */
+    private int notSent(long pos) {
+        int i = (int) (pos - 1) & sqMask;
+        if (sqLocalError[i] == 0) {
+            sqLocalError[i] = WorkCompletion.WR_FLUSH_ERR;   // behind a failed one
+        }
+        sqBroken = true;
+        sqTail = pos;
+        if (cq.channel != null) {
+            cq.channel.wake();
+        }
+        return 0;
+    }
+
+    /**
+     * A one-sided operation done here, on the peer's region mapped into this process: checked
+     * against what the peer's registration grants, then a copy or a CPU atomic. Returns 0 or the
+     * completion status it fails with (as the peer would have answered).
+     */
+    private int direct(PeerRegion m, byte type, long localAddr, int length, TcpMemoryRegistration local,
+                       long remoteAddr, long compareAdd, long swap) {
+        int need = type == WRITE ? AccessFlags.REMOTE_WRITE : type == READ_REQUEST ? AccessFlags.REMOTE_READ
+                : AccessFlags.REMOTE_ATOMIC;
+        if ((m.access() & need) != need || remoteAddr < m.base() || remoteAddr - m.base() > m.length() - length) {
+            return WorkCompletion.REM_ACCESS_ERR;
+        }
+        long off = remoteAddr - m.base();
+        if ((type == COMPARE_SWAP || type == FETCH_ADD) && ((m.mapped().address() + off) & 7) != 0) {
+            return WorkCompletion.REM_INV_REQ_ERR;
+        }
+        if (!local.enter()) {
+            return WorkCompletion.LOC_PROT_ERR;
+        }
+        try {
+            MemorySegment here = MemorySegment.ofAddress(localAddr).reinterpret(length);
+            switch (type) {
+                case WRITE -> MemorySegment.copy(here, 0, m.mapped(), off, length);
+                case READ_REQUEST -> MemorySegment.copy(m.mapped(), off, here, 0, length);
+                case COMPARE_SWAP -> here.set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
+                        (long) LONG_ATOMIC.compareAndExchange(m.mapped(), off, compareAdd, swap));
+                default -> here.set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
+                        (long) LONG_ATOMIC.getAndAdd(m.mapped(), off, compareAdd));
+            }
+        } finally {
+            local.exit();
+        }
+        return 0;
+    }
+
+    /** Asks the peer where its region {@code rkey} lives, once; meanwhile operations on it use the socket. */
+    private void requestMap(int rkey) {
+        if (mapRequested.add(rkey)) {
+            frameHeader(MAP_REQUEST, 0, 0, 0, 0, 0, rkey, 0, 0, 0);
+        }
     }
 
     /** After queueing: send, and watch for room when the socket did not take everything. */
@@ -380,11 +474,25 @@ final class TcpQueuePair implements QueuePair {
         if (tx.failedErrno() != 0) {
             gone("sending failed: " + Errno.name(tx.failedErrno()) + " (" + Errno.describe(tx.failedErrno()) + ")");
         }
-        if (sqBroken || inError) {
-            completeBrokenSends();
-        }
+        completeReady();
         if (!peerGoneReported) {
-            receive();
+            TcpSameHost support = sameHost;
+            if (support != null && !inFrame && rxStart == rxEnd) {
+                // One-sided traffic bypasses the socket; look at it every 2 us, not every pass
+                // (a recv per pass would be most of a busy IO thread's time).
+                long now = System.nanoTime();
+                if (now - nextSocketCheck < 0) {
+                    sendAck();
+                    return;
+                }
+                int before = rxEnd;
+                receive();
+                if (rxEnd == before && !inFrame) {
+                    nextSocketCheck = now + 2_000;
+                }
+            } else {
+                receive();
+            }
             sendAck();
         }
     }
@@ -585,11 +693,11 @@ final class TcpQueuePair implements QueuePair {
             }
             case READ_RESPONSE -> {
                 retire(fSeq - 1, true);
-                if (!headIs(fSeq, WR_RDMA_READ) || fLength != sqLength[(int) (fSeq - 1) & sqMask]) {
+                if (!headIs(fSeq, WR_RDMA_READ) || fLength != sqLength[(int) sqHead & sqMask]) {
                     malformed("READ_RESPONSE " + fSeq + " of " + fLength + " bytes answers no read outstanding");
                     return false;
                 }
-                int i = (int) (fSeq - 1) & sqMask;
+                int i = (int) sqHead & sqMask;
                 TcpMemoryRegistration r = fLength == 0 ? null : registrations.lookup(sqLkey[i]);
                 if (r != null && r.enter()) {
                     payloadRegistration = r;
@@ -604,7 +712,7 @@ final class TcpQueuePair implements QueuePair {
                     malformed("ATOMIC_RESPONSE " + fSeq + " answers no atomic outstanding");
                     return false;
                 }
-                int i = (int) (fSeq - 1) & sqMask;
+                int i = (int) sqHead & sqMask;
                 TcpMemoryRegistration r = registrations.lookup(sqLkey[i]);
                 if (r != null && r.enter()) {
                     try {
@@ -619,6 +727,27 @@ final class TcpQueuePair implements QueuePair {
             case DISCONNECT -> {
                 gone("the peer disconnected");
                 return false;
+            }
+            case MAP_REQUEST -> {
+                answerMap();
+                return true;
+            }
+            case MAP_RESPONSE -> {
+                mapped();
+                return true;
+            }
+            case UNMAP -> {
+                txLock.lock();
+                try {
+                    PeerRegion m = peerRegions.remove(fRkey);
+                    mapRequested.remove(fRkey);
+                    if (m != null) {
+                        m.arena().close();
+                    }
+                } finally {
+                    txLock.unlock();
+                }
+                return true;
             }
             default -> {
                 malformed("unknown frame type " + fType);
@@ -724,6 +853,73 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
+    /** The peer asks where our region {@code fRkey} lives, to map it: tell it (or that it is not shareable). */
+    private void answerMap() {
+        TcpSameHost support = sameHost;
+        TcpMemoryRegistration r = registrations.lookup(fRkey);
+        long[] where = support == null || r == null ? null : support.locate(r.memory());
+        txLock.lock();
+        try {
+            if (where == null) {
+                frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, fRkey, 0, 0, 0);
+            } else {
+                r.sharedWith(this);
+                frameHeader(MAP_RESPONSE, 0, 0, 0, r.access(), r.memory().address(), fRkey, (int) where[0],
+                        r.memory().byteSize(), where[1]);
+            }
+            finishTransmit();
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    /** The peer said where its region lives: map it, so that later operations on it are done here. */
+    private void mapped() {
+        TcpSameHost support = sameHost;
+        if (fStatus != 0 || support == null || fCompareAdd <= 0) {
+            return;   // not shareable: it stays on the socket (and is not asked again)
+        }
+        int access = (int) fSeq;
+        boolean writable = (access & (AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0;
+        Arena a = Arena.ofShared();
+        MemorySegment m;
+        try {
+            m = support.map(peerPid, fImm, fSwap, fCompareAdd, writable, a);
+        } catch (RuntimeException e) {
+            m = null;
+        }
+        if (m == null) {
+            a.close();
+            return;
+        }
+        txLock.lock();
+        try {
+            if (closed) {
+                a.close();
+                return;
+            }
+            PeerRegion old = peerRegions.put(fRkey, new PeerRegion(fAddr, fCompareAdd, access, m, a));
+            if (old != null) {
+                old.arena().close();
+            }
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    /** Our region {@code key} was closed: the peer must stop reaching it directly. Any thread. */
+    void sendUnmap(int key) {
+        txLock.lock();
+        try {
+            if (!closed && started && !peerGoneReported) {
+                frameHeader(UNMAP, 0, 0, 0, 0, 0, key, 0, 0, 0);
+                finishTransmit();
+            }
+        } finally {
+            txLock.unlock();
+        }
+    }
+
     private void respondToRead() {
         int length = (int) fCompareAdd;
         if (fCompareAdd < 0 || fCompareAdd > MAX_PAYLOAD) {
@@ -793,7 +989,7 @@ final class TcpQueuePair implements QueuePair {
         if (tx.full()) {
             tx.flush();
         }
-        if (type != COMPARE_SWAP && type != ACK && type != NAK) {
+        if (type != COMPARE_SWAP && type != ACK && type != NAK && type < MAP_REQUEST) {
             long a = ackReady;
             if (a > ackSentTx && !refusing) {
                 ackSentTx = a;
@@ -862,55 +1058,76 @@ final class TcpQueuePair implements QueuePair {
 
     // ---- requester: completing the send ring
 
+    /** After {@link #retire}{@code (seq - 1)}: whether the next outstanding request is {@code seq}, a {@code opcode}. */
     private boolean headIs(long seq, int opcode) {
-        return sqHead + 1 == seq && seq <= sqTail && sqOpcode[(int) (seq - 1) & sqMask] == opcode;
+        if (sqHead >= sqTail) {
+            return false;
+        }
+        int i = (int) sqHead & sqMask;
+        return sqWire[i] == seq && sqOpcode[i] == opcode;
     }
 
-    /** Completes, in order, every request up to {@code seq} as successful (reads/atomics only with their response). */
+    /**
+     * Completes, in order, every request sent up to sequence number {@code seq} as successful
+     * (and the direct ones among them); reads and atomics normally by their own response.
+     */
     private void retire(long seq, boolean success) {
-        if (seq > sqTail) {
-            malformed("a response for request " + seq + ", but only " + sqTail + " were posted");
+        if (seq > wirePosted) {
+            malformed("a response for request " + seq + ", but only " + wirePosted + " were sent");
             return;
         }
-        long h = sqHead;
-        while (h < seq) {
-            int i = (int) h & sqMask;
-            h++;
-            if (sqSignaled[i] && success) {
-                int op = sqOpcode[i];
-                cq.add(sqWrId[i], WorkCompletion.SUCCESS, completionOpcode(op),
-                        op == WR_ATOMIC_CMP_AND_SWP || op == WR_ATOMIC_FETCH_AND_ADD ? 8 : sqLength[i], 0, false);
+        long tail = sqTail;
+        while (sqHead < tail) {
+            int i = (int) sqHead & sqMask;
+            if (sqLocalError[i] != 0 || sqWire[i] > seq) {
+                break;
+            }
+            sqHead = sqHead + 1;
+            if (success) {
+                complete(i);
             }
         }
-        sqHead = h;
     }
 
     /** The peer refused request {@code seq}: it fails with {@code status}; the QP goes to error. */
     private void failHead(long seq, int status) {
-        if (seq != sqHead + 1 || seq > sqTail) {
-            malformed("a NAK for request " + seq + ", but the next outstanding one is " + (sqHead + 1));
+        if (!headIs(seq, sqOpcode[(int) sqHead & sqMask])) {
+            malformed("a NAK for request " + seq + ", which is not the next outstanding one");
             return;
         }
-        int i = (int) (seq - 1) & sqMask;
-        sqHead = seq;
+        int i = (int) sqHead & sqMask;
+        sqHead = sqHead + 1;
         cq.add(sqWrId[i], status, completionOpcode(sqOpcode[i]), 0, 0, false);
         enterError();
     }
 
-    /** After a local error was posted (or in error): complete what can be, in order. */
-    private void completeBrokenSends() {
+    /**
+     * Completes, in order, what needs no answer from the peer: operations done directly on a
+     * mapping, and a request that failed here (which puts the QP in error).
+     */
+    private void completeReady() {
         long tail = sqTail;
-        while (sqHead < tail) {
+        while (sqHead < tail && !inError) {
             int i = (int) sqHead & sqMask;
-            if (!inError && sqLocalError[i] == 0) {
-                return;   // sent; its response is still to come
+            if (sqLocalError[i] != 0) {
+                sqHead = sqHead + 1;
+                cq.add(sqWrId[i], sqLocalError[i], completionOpcode(sqOpcode[i]), 0, 0, false);
+                enterError();
+                return;
+            }
+            if (sqWire[i] != 0) {
+                return;   // its answer is still to come
             }
             sqHead = sqHead + 1;
-            int st = sqLocalError[i] != 0 && !inError ? sqLocalError[i] : WorkCompletion.WR_FLUSH_ERR;
-            cq.add(sqWrId[i], st, completionOpcode(sqOpcode[i]), 0, 0, false);
-            if (!inError) {
-                enterError();
-            }
+            complete(i);
+        }
+    }
+
+    private void complete(int i) {
+        if (sqSignaled[i]) {
+            int op = sqOpcode[i];
+            cq.add(sqWrId[i], WorkCompletion.SUCCESS, completionOpcode(op),
+                    op == WR_ATOMIC_CMP_AND_SWP || op == WR_ATOMIC_FETCH_AND_ADD ? 8 : sqLength[i], 0, false);
         }
     }
 
@@ -1005,6 +1222,10 @@ final class TcpQueuePair implements QueuePair {
             }
             tx.close();
             arena.close();
+            for (PeerRegion m : peerRegions.values()) {
+                m.arena().close();
+            }
+            peerRegions.clear();
         } finally {
             txLock.unlock();
         }

@@ -1,0 +1,45 @@
+package dev.jrdma.provider.shm;
+
+import dev.jrdma.exceptions.ProviderUnavailableException;
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.provider.tcp.TcpProvider;
+import dev.jrdma.spi.Device;
+import dev.jrdma.spi.Provider;
+
+/**
+ * The {@code shm} provider: the tcp provider's connections (handshake, messages, completions),
+ * plus direct access between peers of one host. Memory that {@code Rdma.allocate} hands out
+ * lives in memfds ({@link ShmMemory}); a peer on the same host maps a region on first use and
+ * from then on writes, reads and atomics on it are plain copies and CPU atomics on the
+ * mapping, with no CPU of the target. Peers on other hosts, and memory the user registered
+ * that is not shareable, keep the tcp path, transparently.
+ */
+public final class ShmProvider implements Provider {
+    public static final String NAME = "shm";
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public ProviderUnavailableException unavailabilityCause() {
+        ProviderUnavailableException tcp = new TcpProvider().unavailabilityCause();
+        if (tcp != null) {
+            return new ProviderUnavailableException(NAME, "it rides on tcp, which cannot run here: " + tcp.getMessage());
+        }
+        return ShmMemory.unavailabilityCause();
+    }
+
+    @Override
+    public Device open(String deviceName) {
+        ProviderUnavailableException why = unavailabilityCause();
+        if (why != null) {
+            throw why;
+        }
+        if (deviceName != null && !deviceName.equals(NAME)) {
+            throw new RdmaException("the shm provider has one device, \"shm\", not \"" + deviceName + "\"");
+        }
+        return TcpProvider.openSameHost(NAME, new ShmMemory());
+    }
+}
