@@ -325,7 +325,9 @@ abstract class RdmaServingConformance {
         Runnable cycle = () -> {
             try (TestPair p = TestPair.open(transport(), CompletionMode.EVENT, SMALL, SMALL, b -> b.ioThreads(2))) {
                 LocalRegion buf = p.client().allocate(256);
-                p.conn().writeSync(buf, p.remote().slice(0, 256));
+                for (int i = 0; i < 20; i++) {   // shm: the first asks for the mapping, later ones use it
+                    p.conn().writeSync(buf, p.remote().slice(0, 256));
+                }
                 CompletableFuture<Message> reply = p.conn().receive();
                 p.conn().sendSync(buf.slice(0, 16));
                 reply.join().close();
@@ -342,6 +344,7 @@ abstract class RdmaServingConformance {
         assertEquals(before.rdmaObjects(), after.rdmaObjects(), "RDMA objects (QP, CQ, PD, MR, cm_id) of this process");
         assertEquals(before.fds(), after.fds(), "open file descriptors");
         assertEquals(before.uverbsMappings(), after.uverbsMappings(), "mappings of /dev/infiniband");
+        assertEquals(before.sharedMappings(), after.sharedMappings(), "shared-memory mappings (shm: memfds, ours and peers')");
         assertEquals(before.threads(), after.threads(), "threads");
         assertNull(after.threads().stream().filter(t -> t.startsWith("jrdma-io")).findAny().orElse(null), "no IO thread left");
     }

@@ -34,7 +34,7 @@ public class VerbsLeakTest {
      * so that a difference says which kind leaked.
      */
     public record Snapshot(Map<String, Integer> rdmaObjects, Map<String, Integer> fds, int uverbsMappings,
-            List<String> threads) {
+            int sharedMappings, List<String> threads) {
     }
 
     private static void cycle() {
@@ -64,7 +64,10 @@ public class VerbsLeakTest {
         }
         int uverbs = (int) Files.readAllLines(Path.of("/proc/self/maps")).stream()
                 .filter(l -> l.contains("/dev/infiniband/")).count();
-        return new Snapshot(objects, fds, uverbs, nonJvmThreads());
+        // shm: memfds mapped here, ours or a peer's.
+        int shared = (int) Files.readAllLines(Path.of("/proc/self/maps")).stream()
+                .filter(l -> l.contains("memfd:jrdma")).count();
+        return new Snapshot(objects, fds, uverbs, shared, nonJvmThreads());
     }
 
     /** Open descriptors of this process by kind: the link target with any {@code :[inode]} suffix dropped. */
