@@ -83,6 +83,9 @@ final class TcpQueuePair implements QueuePair {
     private final java.util.Map<Integer, PeerRegion> peerRegions = new java.util.HashMap<>();
     private final java.util.Set<Integer> mapRequested = new java.util.HashSet<>();
     private long nextSocketCheck;
+    private int socketSkips;
+    private int lastPeerRkey;
+    private PeerRegion lastPeerRegion;
 
     /** A peer's region mapped here: its base address there, length, access, and the mapping. */
     private record PeerRegion(long base, long length, int access, MemorySegment mapped, Arena arena) {
@@ -313,7 +316,7 @@ final class TcpQueuePair implements QueuePair {
         }
         TcpSameHost support = sameHost;
         if (support != null && length > 0 && opcode != WR_RDMA_WRITE_WITH_IMM && type != SEND) {
-            PeerRegion m = peerRegions.get(rkey);
+            PeerRegion m = peerRegion(rkey);
             if (m == null) {
                 requestMap(rkey);
             } else if (sqHead >= lastSocketPos) {
@@ -395,6 +398,20 @@ final class TcpQueuePair implements QueuePair {
             local.exit();
         }
         return 0;
+    }
+
+    /** The peer's region {@code rkey} mapped here, or null; the last one used is kept at hand. Under txLock. */
+    private PeerRegion peerRegion(int rkey) {
+        PeerRegion m = lastPeerRegion;
+        if (m != null && lastPeerRkey == rkey) {
+            return m;
+        }
+        m = peerRegions.get(rkey);
+        if (m != null) {
+            lastPeerRkey = rkey;
+            lastPeerRegion = m;
+        }
+        return m;
     }
 
     /** Asks the peer where its region {@code rkey} lives, once; meanwhile operations on it use the socket. */
@@ -479,7 +496,12 @@ final class TcpQueuePair implements QueuePair {
             TcpSameHost support = sameHost;
             if (support != null && !inFrame && rxStart == rxEnd) {
                 // One-sided traffic bypasses the socket; look at it every 2 us, not every pass
-                // (a recv per pass would be most of a busy IO thread's time).
+                // (a recv per pass would be most of a busy IO thread's time); and read the clock
+                // only every 8th pass.
+                if ((++socketSkips & 7) != 0 && nextSocketCheck != 0) {
+                    sendAck();
+                    return;
+                }
                 long now = System.nanoTime();
                 if (now - nextSocketCheck < 0) {
                     sendAck();
@@ -489,6 +511,8 @@ final class TcpQueuePair implements QueuePair {
                 receive();
                 if (rxEnd == before && !inFrame) {
                     nextSocketCheck = now + 2_000;
+                } else {
+                    nextSocketCheck = 0;   // traffic: look again on the next pass
                 }
             } else {
                 receive();
@@ -741,6 +765,7 @@ final class TcpQueuePair implements QueuePair {
                 try {
                     PeerRegion m = peerRegions.remove(fRkey);
                     mapRequested.remove(fRkey);
+                    lastPeerRegion = null;
                     if (m != null) {
                         m.arena().close();
                     }
@@ -899,6 +924,7 @@ final class TcpQueuePair implements QueuePair {
                 return;
             }
             PeerRegion old = peerRegions.put(fRkey, new PeerRegion(fAddr, fCompareAdd, access, m, a));
+            lastPeerRegion = null;
             if (old != null) {
                 old.arena().close();
             }
@@ -1226,6 +1252,7 @@ final class TcpQueuePair implements QueuePair {
                 m.arena().close();
             }
             peerRegions.clear();
+            lastPeerRegion = null;
         } finally {
             txLock.unlock();
         }
