@@ -40,7 +40,8 @@ public final class SoftwareProviderBench {
     }
 
     record Round(double jrdmaLatUs, double nioLatUs, double jrdmaBw, double iperfBw, double ucxLatUs,
-                 double shmLatUs, double rawShmLatUs, double ucxPosixLatUs, double shmBw, double copyBw) {
+                 double shmLatUs, double rawShmLatUs, double ucxPosixLatUs, double shmBw, double copyBw,
+                 double aeronLatUs) {
     }
 
     public static void main(String[] args) throws Exception {
@@ -75,11 +76,12 @@ public final class SoftwareProviderBench {
             double up = ucxLatency("put_lat", "posix", "memory", "posix,self");
             double sb = bandwidth("shm");
             double cb = RawShmPingPong.copyBandwidth(BW_SIZE, BW_COUNT);
-            Round round = new Round(jl / 1e3, nl / 1e3, jb, ib, ul, sl / 1e3, rl / 1e3, up, sb, cb);
+            double al = aeronIpcLatency();
+            Round round = new Round(jl / 1e3, nl / 1e3, jb, ib, ul, sl / 1e3, rl / 1e3, up, sb, cb, al);
             System.err.printf(Locale.ROOT, "round %d: tcp RTT %.2f us (NIO %.2f, UCX %.2f), tcp 1 MiB write %.0f MB/s"
-                    + " (iperf3 %.0f); shm RTT %.3f us (raw %.3f, UCX posix %.3f), shm 1 MiB write %.0f MB/s (copy %.0f)%n",
-                    r + 1, round.jrdmaLatUs(), round.nioLatUs(), round.ucxLatUs(), jb / 1e6, ib / 1e6, round.shmLatUs(),
-                    round.rawShmLatUs(), up, sb / 1e6, cb / 1e6);
+                    + " (iperf3 %.0f); shm RTT %.3f us (raw %.3f, UCX posix %.3f, Aeron IPC %.3f), shm 1 MiB write %.0f MB/s"
+                    + " (copy %.0f)%n", r + 1, round.jrdmaLatUs(), round.nioLatUs(), round.ucxLatUs(), jb / 1e6, ib / 1e6,
+                    round.shmLatUs(), round.rawShmLatUs(), up, al, sb / 1e6, cb / 1e6);
             all.add(round);
         }
         String report = report(all);
@@ -202,6 +204,66 @@ public final class SoftwareProviderBench {
         }
     }
 
+    /**
+     * Aeron's own IPC ping-pong (io.aeron.samples.Ping/Pong, 32-byte messages, its minimum with
+     * the timestamp) between two JVMs through a media driver in a third: the median RTT in us.
+     * NaN when no Aeron jar was given ({@code -Djrdma.bench.aeron=PATH}, which the script sets).
+     */
+    private static double aeronIpcLatency() throws Exception {
+        String jar = System.getProperty("jrdma.bench.aeron");
+        if (jar == null || !Files.isRegularFile(Path.of(jar))) {
+            return Double.NaN;
+        }
+        String javaCmd = ProcessHandle.current().info().command().orElse("java");
+        Path dir = Path.of("/dev/shm/jrdma-bench-aeron-" + ProcessHandle.current().pid());
+        List<String> base = List.of(javaCmd, "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED", "-Daeron.dir=" + dir,
+                "-Daeron.sample.ping.channel=aeron:ipc", "-Daeron.sample.pong.channel=aeron:ipc", "-cp", jar);
+        List<String> driverCmd = new ArrayList<>(base);
+        // The driver is not on the IPC data path: let it sleep, so the two spinning ends have the CPUs.
+        driverCmd.addAll(List.of("-Daeron.threading.mode=SHARED", "-Daeron.dir.delete.on.shutdown=true",
+                "-Daeron.shared.idle.strategy=org.agrona.concurrent.SleepingMillisIdleStrategy", "io.aeron.driver.MediaDriver"));
+        List<String> pongCmd = new ArrayList<>(base);
+        pongCmd.add("io.aeron.samples.Pong");
+        List<String> pingCmd = new ArrayList<>(base);
+        pingCmd.addAll(List.of("-Daeron.sample.messages=1000000", "-Daeron.sample.messageLength=32", "io.aeron.samples.Ping"));
+        Process driver = new ProcessBuilder(driverCmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .start();
+        Process pong = null;
+        try {
+            Thread.sleep(1500);
+            pong = new ProcessBuilder(pongCmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            Thread.sleep(1500);
+            Process ping = new ProcessBuilder(pingCmd).redirectErrorStream(true).start();
+            ping.getOutputStream().write("n\n".getBytes(StandardCharsets.UTF_8));   // "Execute again?"
+            ping.getOutputStream().close();
+            String text = new String(ping.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            ping.waitFor(120, TimeUnit.SECONDS);
+            // HdrHistogram rows: "value percentile count 1/(1-p)", values in microseconds.
+            for (String line : text.split("\n")) {
+                String[] f = line.trim().split("\\s+");
+                if (f.length == 4 && f[1].matches("[0-9.]+") && Double.parseDouble(f[1]) >= 0.5) {
+                    return Double.parseDouble(f[0]);
+                }
+            }
+            System.err.println("Aeron's Ping printed no percentile table:\n" + text);
+            return Double.NaN;
+        } finally {
+            if (pong != null) {
+                pong.destroy();
+                pong.waitFor(10, TimeUnit.SECONDS);
+            }
+            driver.destroy();
+            if (!driver.waitFor(10, TimeUnit.SECONDS)) {
+                driver.destroyForcibly();
+            }
+            try (var files = Files.walk(dir)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            } catch (java.io.IOException ignored) {
+                // gone already
+            }
+        }
+    }
+
     private static String run(List<String> command, int seconds) throws Exception {
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -273,16 +335,22 @@ public final class SoftwareProviderBench {
         } else {
             sb.append("| 8 B RTT vs UCX posix | | ucx_perftest not installed or failed | | < 1 | not measured |\n");
         }
-        sb.append("| 8 B RTT vs Aeron IPC | | not measured yet | | < 1 | not measured |\n");
+        double al = median(rounds, Round::aeronLatUs);
+        if (!Double.isNaN(al)) {
+            sb.append(String.format(Locale.ROOT, "| 8 B RTT vs Aeron IPC (32 B Ping/Pong) | %.3f us | Aeron %.3f us | %.2f | < 1 (faster) | %s |%n",
+                    sl, al, sl / al, sl < al ? "yes" : "**no**"));
+        } else {
+            sb.append("| 8 B RTT vs Aeron IPC | | no Aeron jar given | | < 1 | not measured |\n");
+        }
         sb.append(String.format(Locale.ROOT, "| 1 MiB write bandwidth | %.0f MB/s | single-core MemorySegment.copy %.0f MB/s | %.2f | >= 0.7 | %s |%n",
                 sbw / 1e6, cb / 1e6, sbw / cb, sbw / cb >= 0.7 ? "yes" : "**no**"));
         sb.append("\nRounds (RTT in us, bandwidth in MB/s):\n\n| round | tcp RTT | NIO | UCX tcp | tcp MB/s | iperf3 |"
-                + " shm RTT | raw shm | UCX posix | shm MB/s | copy |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+                + " shm RTT | raw shm | UCX posix | Aeron IPC | shm MB/s | copy |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int i = 0; i < rounds.size(); i++) {
             Round r = rounds.get(i);
-            sb.append(String.format(Locale.ROOT, "| %d | %.2f | %.2f | %.2f | %.0f | %.0f | %.3f | %.3f | %.3f | %.0f | %.0f |%n",
+            sb.append(String.format(Locale.ROOT, "| %d | %.2f | %.2f | %.2f | %.0f | %.0f | %.3f | %.3f | %.3f | %.3f | %.0f | %.0f |%n",
                     i + 1, r.jrdmaLatUs(), r.nioLatUs(), r.ucxLatUs(), r.jrdmaBw() / 1e6, r.iperfBw() / 1e6, r.shmLatUs(),
-                    r.rawShmLatUs(), r.ucxPosixLatUs(), r.shmBw() / 1e6, r.copyBw() / 1e6));
+                    r.rawShmLatUs(), r.ucxPosixLatUs(), r.aeronLatUs(), r.shmBw() / 1e6, r.copyBw() / 1e6));
         }
         sb.append("\nRegenerate: `scripts/bench-software-providers` (writes this file).\n");
         return sb.toString();
