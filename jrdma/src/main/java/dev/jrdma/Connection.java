@@ -73,6 +73,8 @@ public final class Connection implements AutoCloseable {
 
     // Receive buffers and the 8-byte landing slots of atomics, one registration each.
     private Arena memory;
+    /** The device flushes ({@code WR_FLUSH}); else a flush is a 1-byte read after the writes. */
+    private boolean nativeFlush;
     private MemoryRegistration receiveMr;
     private MemoryRegistration scratchMr;
     private int receiveSize;
@@ -151,6 +153,7 @@ public final class Connection implements AutoCloseable {
 
     /** Makes the CQ and the registered buffers; before the QP exists. */
     void prepare(dev.jrdma.spi.Device device, dev.jrdma.spi.CompletionChannel channel) {
+        nativeFlush = device.flushes();
         cq = device.createCompletionQueue(config.sendQueueDepth() + config.receiveQueueDepth(), channel);
         memory = Arena.ofShared();
         receiveSize = config.receiveBufferSize();
@@ -486,7 +489,10 @@ public final class Connection implements AutoCloseable {
      *
      * <p>As librpma does on devices without {@code IBV_WR_FLUSH}, it is a 1-byte RDMA read of
      * {@code remote} after the writes (the responder answers a read only after placing the
-     * writes before it), so the region must grant {@link Access#REMOTE_READ}.
+     * writes before it), so the region must grant {@link Access#REMOTE_READ}. On the software
+     * providers it is a flush of its own, applied by the peer in order after the writes; for
+     * PERSISTENT on a region that is a mapped file, the peer forces the range to storage
+     * ({@link MemorySegment#force()}) before it answers.
      */
     public CompletableFuture<Void> flush(RemoteRegion remote, FlushType type) {
         CompletableFuture<Void> f = new CompletableFuture<>();
@@ -532,6 +538,12 @@ public final class Connection implements AutoCloseable {
         checkUsable("flush");
         synchronized (postLock) {
             awaitRoom(1, "flush");
+            if (nativeFlush) {
+                int slot = takeSlot(k, QueuePair.WR_FLUSH, completion, attachment);
+                postSingle(slot, QueuePair.WR_FLUSH, 0, 0, 0, remote, type == FlushType.PERSISTENT ? 1 : 0,
+                        remote.length(), 0, "flush");
+                return;
+            }
             int slot = takeSlot(k, QueuePair.WR_RDMA_READ, completion, attachment);
             postSingle(slot, QueuePair.WR_RDMA_READ, scratchAddress(slot), remote.length() == 0 ? 0 : 1,
                     scratchMr.lkey(), remote, 0, 0, 0, "flush");
@@ -656,6 +668,7 @@ public final class Connection implements AutoCloseable {
             case QueuePair.WR_RDMA_READ -> "read";
             case QueuePair.WR_ATOMIC_CMP_AND_SWP -> "compareAndSwap";
             case QueuePair.WR_ATOMIC_FETCH_AND_ADD -> "fetchAndAdd";
+            case QueuePair.WR_FLUSH -> "flush";
             default -> "opcode " + opcode;
         };
     }

@@ -370,6 +370,11 @@ public final class IoThread implements AutoCloseable {
         if (!inThisThread()) {
             try {
                 stopped.get(10, TimeUnit.SECONDS);
+                // stopped completes just before the thread ends: wait for the end, so that once
+                // close returns the thread is gone (not merely finishing).
+                thread.join(TimeUnit.SECONDS.toMillis(10));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             } catch (Exception e) {
                 throw new IllegalStateException(name + " did not stop within 10 s", e);
             }

@@ -28,6 +28,11 @@ public interface Device extends AutoCloseable {
         return null;
     }
 
+    /** Whether its queue pairs take {@link QueuePair#WR_FLUSH} (else a flush is a read after the writes). */
+    default boolean flushes() {
+        return false;
+    }
+
     /** A completion channel: one fd that reports events of every CQ made with it. */
     CompletionChannel createCompletionChannel();
 

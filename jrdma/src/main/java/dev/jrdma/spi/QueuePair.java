@@ -8,6 +8,13 @@ public interface QueuePair {
     /** Send opcodes: the values of {@code enum ibv_wr_opcode}. */
     int WR_RDMA_WRITE = 0, WR_RDMA_WRITE_WITH_IMM = 1, WR_SEND = 2, WR_SEND_WITH_IMM = 3, WR_RDMA_READ = 4,
             WR_ATOMIC_CMP_AND_SWP = 5, WR_ATOMIC_FETCH_AND_ADD = 6;
+    /**
+     * {@code IBV_WR_FLUSH}: for devices whose {@link Device#flushes()} is true. No local buffer
+     * (length 0); {@code remoteAddr}/{@code rkey} and {@code swap} bytes are the range;
+     * {@code compareAdd} 1 for persistence, 0 for global visibility. Completes when the range
+     * holds every write posted before it (and, for persistence, is on stable storage).
+     */
+    int WR_FLUSH = 14;
 
     /** Send flags: {@code enum ibv_send_flags}. */
     int SEND_FENCE = 1, SEND_SIGNALED = 1 << 1, SEND_SOLICITED = 1 << 2, SEND_INLINE = 1 << 3;

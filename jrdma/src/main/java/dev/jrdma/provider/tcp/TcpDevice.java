@@ -44,6 +44,11 @@ final class TcpDevice implements Device {
     }
 
     @Override
+    public boolean flushes() {
+        return true;
+    }
+
+    @Override
     public dev.jrdma.spi.ShareableMemory allocateShareable(long size) {
         return sameHost == null ? null : sameHost.allocate(size);
     }

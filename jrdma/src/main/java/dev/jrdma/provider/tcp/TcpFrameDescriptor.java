@@ -46,6 +46,11 @@ public final class TcpFrameDescriptor {
 
     /** Frame types: requests. */
     public static final byte SEND = 1, WRITE = 2, READ_REQUEST = 3, COMPARE_SWAP = 4, FETCH_ADD = 5;
+    /**
+     * Request: the range [remote address, + compare/add) of {@code rkey} holds every write
+     * before it; immediate data 1: and is on stable storage (a mapped file is forced).
+     */
+    public static final byte FLUSH = 6;
     /** Frame types: responses. */
     public static final byte ACK = 16, NAK = 17, READ_RESPONSE = 18, ATOMIC_RESPONSE = 19;
     /** Frame type: the sender disconnects; nothing follows. */
@@ -144,6 +149,7 @@ public final class TcpFrameDescriptor {
             case READ_REQUEST -> "READ_REQUEST";
             case COMPARE_SWAP -> "COMPARE_SWAP";
             case FETCH_ADD -> "FETCH_ADD";
+            case FLUSH -> "FLUSH";
             case ACK -> "ACK";
             case NAK -> "NAK";
             case READ_RESPONSE -> "READ_RESPONSE";

@@ -292,6 +292,10 @@ final class TcpQueuePair implements QueuePair {
                 type = FETCH_ADD;
                 needLocal = AccessFlags.LOCAL_WRITE;
             }
+            case WR_FLUSH -> {
+                type = FLUSH;
+                needLocal = 0;
+            }
             default -> {
                 return Errno.EINVAL;
             }
@@ -342,8 +346,13 @@ final class TcpQueuePair implements QueuePair {
         lastSocketPos = pos;
         int frameFlags = (sqSignaled[i] ? FLAG_ACK_REQUESTED : 0)
                 | (opcode == WR_SEND_WITH_IMM || opcode == WR_RDMA_WRITE_WITH_IMM ? FLAG_IMM : 0);
-        frameHeader(type, frameFlags, 0, payload ? length : 0, wire, remoteAddr, rkey, imm,
-                type == READ_REQUEST ? length : compareAdd, swap);
+        if (type == FLUSH) {
+            // The range's length rides in compare/add, persistence in imm (swap carries ACKs).
+            frameHeader(type, frameFlags | FLAG_ACK_REQUESTED, 0, 0, wire, remoteAddr, rkey, (int) compareAdd, swap, 0);
+        } else {
+            frameHeader(type, frameFlags, 0, payload ? length : 0, wire, remoteAddr, rkey, imm,
+                    type == READ_REQUEST ? length : compareAdd, swap);
+        }
         if (payload && length > 0) {
             tx.addPayload(localAddr, length, local);
         }
@@ -706,6 +715,13 @@ final class TcpQueuePair implements QueuePair {
                 }
                 return true;
             }
+            case FLUSH -> {
+                lastRequestSeq = fSeq;
+                if (!refusing) {
+                    applyFlush();
+                }
+                return true;
+            }
             case ACK -> {
                 retire(fSeq, true);
                 return true;
@@ -809,6 +825,12 @@ final class TcpQueuePair implements QueuePair {
                 }
             }
             case READ_RESPONSE, ATOMIC_RESPONSE -> retire(fSeq, true);
+            case FLUSH -> {
+                if (!refusing) {
+                    ackWanted = fSeq;
+                    ackReady = fSeq;
+                }
+            }
             default -> {
                 // READ and atomics: their response answers them (and everything before them).
             }
@@ -877,6 +899,38 @@ final class TcpQueuePair implements QueuePair {
             }
         }
     }
+
+    /**
+     * A FLUSH: the writes before it are applied already (in order, by this thread), so
+     * visibility holds; for persistence, a region that is a mapped file is forced to storage.
+     * It is acknowledged like a write (endPayload: it always asks for an ACK).
+     */
+    private void applyFlush() {
+        why.setLength(0);
+        long length = fCompareAdd;
+        TcpMemoryRegistration r = length <= 0 ? null
+                : registrations.check(fRkey, fAddr, length, AccessFlags.REMOTE_READ, why);
+        if (length > 0 && (r == null || !r.enter())) {
+            refuse(WorkCompletion.REM_ACCESS_ERR, "FLUSH", r == null ? why : "the region was closed");
+            return;
+        }
+        if (r == null) {
+            return;
+        }
+        try {
+            if (fImm == 1 && r.memory().isMapped()) {
+                r.memory().asSlice(fAddr - r.memory().address(), length).force();
+                PERSISTENT_FLUSHES.incrementAndGet();
+            }
+        } catch (RuntimeException e) {
+            refuse(WorkCompletion.REM_OP_ERR, "FLUSH", "forcing the mapped file failed: " + e);
+        } finally {
+            r.exit();
+        }
+    }
+
+    /** Mapped-file ranges forced by PERSISTENT flushes, in this process (for tests and diagnostics). */
+    static final java.util.concurrent.atomic.AtomicLong PERSISTENT_FLUSHES = new java.util.concurrent.atomic.AtomicLong();
 
     /** The peer asks where our region {@code fRkey} lives, to map it: tell it (or that it is not shareable). */
     private void answerMap() {
@@ -1163,6 +1217,7 @@ final class TcpQueuePair implements QueuePair {
             case WR_RDMA_READ -> WorkCompletion.OP_RDMA_READ;
             case WR_ATOMIC_CMP_AND_SWP -> WorkCompletion.OP_COMP_SWAP;
             case WR_ATOMIC_FETCH_AND_ADD -> WorkCompletion.OP_FETCH_ADD;
+            case WR_FLUSH -> WorkCompletion.OP_FLUSH;
             default -> WorkCompletion.OP_SEND;
         };
     }
