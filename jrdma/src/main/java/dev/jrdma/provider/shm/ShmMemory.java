@@ -22,8 +22,11 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
- * Shareable memory for the shm provider: each allocation is a memfd ({@code memfd_create}),
- * sized and mapped shared here. A peer of this host opens it as {@code /proc/PID/fd/FD}
+ * Shareable memory for the shm provider: memfds ({@code memfd_create}) mapped shared here.
+ * Allocations up to {@value #SMALL} bytes are carved from 4 MiB chunks (a memfd per small
+ * allocation would cost a dozen system calls each), larger ones get a memfd of their own. This
+ * is not yet the registered-memory pool: a chunk is bump-allocated and freed only when all its
+ * pieces are closed. A peer of this host opens it as {@code /proc/PID/fd/FD}
  * (which the kernel allows to the same user) and maps it too; the pages live as long as
  * either side maps them, so a peer that dies or unmaps late never leaves the other with
  * freed memory, and nothing is left in /dev/shm when a process dies.
@@ -52,15 +55,42 @@ final class ShmMemory implements TcpSameHost {
         return null;
     }
 
-    /** One memfd, mapped here. */
-    private final class Shared implements ShareableMemory {
+    /** Allocations up to this size are carved out of shared chunks; larger ones get a memfd each. */
+    static final long SMALL = 1 << 20;
+    private static final long CHUNK = 4 << 20;
+    /** The chunk small allocations come from now (bump allocation: memory is never reused, so it is zero). */
+    private Shared current;
+    private long currentUsed;
+
+    /** One memfd, mapped here; freed when nothing carved from it is live and no new allocation comes from it. */
+    private final class Shared {
         final int fd;
         final Arena arena;
         final MemorySegment segment;
+        int live;
 
         Shared(int fd, Arena arena, MemorySegment segment) {
             this.fd = fd;
             this.arena = arena;
+            this.segment = segment;
+        }
+
+        void free() {
+            if (byAddress.remove(segment.address(), this)) {
+                arena.close();
+                dev.jrdma.provider.tcp.ffi.Sockets.close(fd);
+            }
+        }
+    }
+
+    /** A piece of a memfd, handed to Rdma.allocate. */
+    private final class Piece implements ShareableMemory {
+        private final Shared owner;
+        private final MemorySegment segment;
+        private boolean closed;
+
+        Piece(Shared owner, MemorySegment segment) {
+            this.owner = owner;
             this.segment = segment;
         }
 
@@ -71,15 +101,51 @@ final class ShmMemory implements TcpSameHost {
 
         @Override
         public void close() {
-            if (byAddress.remove(segment.address(), this)) {
-                arena.close();
-                dev.jrdma.provider.tcp.ffi.Sockets.close(fd);
+            synchronized (ShmMemory.this) {
+                if (closed) {
+                    return;
+                }
+                closed = true;
+                if (--owner.live == 0 && owner != current) {   // (current is null once the device closed)
+                    owner.free();
+                }
             }
         }
     }
 
     @Override
-    public ShareableMemory allocate(long size) {
+    public synchronized ShareableMemory allocate(long size) {
+        long rounded = (size + 63) & ~63L;
+        if (rounded > SMALL) {
+            Shared s = memfd(size);
+            s.live = 1;
+            return new Piece(s, s.segment);
+        }
+        if (current == null || currentUsed + rounded > current.segment.byteSize()) {
+            Shared old = current;
+            current = memfd(CHUNK);
+            currentUsed = 0;
+            if (old != null && old.live == 0) {
+                old.free();
+            }
+        }
+        MemorySegment piece = current.segment.asSlice(currentUsed, rounded);
+        currentUsed += rounded;
+        current.live++;
+        return new Piece(current, piece);
+    }
+
+    @Override
+    public synchronized void close() {
+        Shared c = current;
+        current = null;
+        if (c != null && c.live == 0) {
+            c.free();
+        }
+    }
+
+    /** A new memfd of at least {@code size} bytes (whole pages), mapped here. */
+    private Shared memfd(long size) {
         int fd;
         try (Arena a = Arena.ofConfined()) {
             fd = (int) MEMFD_CREATE.invokeExact(Errno.capture(), a.allocateFrom("jrdma"), MFD_CLOEXEC);

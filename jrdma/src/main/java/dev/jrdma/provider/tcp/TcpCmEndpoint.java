@@ -48,6 +48,8 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
     private byte[] out;   // handshake bytes the socket has not taken yet
     private int outAt;
     private boolean disconnectReported;
+    private boolean ringMapped;   // server: the client's ring is mapped here
+    private boolean usingRings;   // both agreed: frames go through the rings
     private boolean closed;
 
     TcpCmEndpoint(TcpConnectionManager manager, int fd, TcpCmListener listener, InetSocketAddress remote, Phase phase,
@@ -112,11 +114,14 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
                         fail(handler, err);
                         return;
                     }
-                    qp = new TcpQueuePair(fd, qpNum, manager.registrations(), cq, spec, this);
+                    qp = new TcpQueuePair(fd, qpNum, manager.registrations(), cq, spec, this, manager.sameHost());
                     onQueuePair.accept(qp);
                     phase = Phase.HELLO_SENT;
                     manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
-                    send(TcpHandshake.hello(TcpHandshake.HELLO, spec, manager.bootId(), manager.pid(), privateData));
+                    long[] ring = qp.txRingLocation();
+                    send(TcpHandshake.hello(TcpHandshake.HELLO, spec, manager.bootId(), manager.pid(),
+                            ring == null ? 0 : (int) ring[0], ring == null ? 0 : ring[1], ring == null ? 0 : ring[2],
+                            privateData));
                 }
                 case HELLO_SENT -> {
                     byte kind = readMessage();
@@ -129,7 +134,12 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
                         handler.onRejected(this, 0, lastBody);
                     } else if (kind == TcpHandshake.ACCEPT) {
                         peerHello = TcpHandshake.decodeHello(lastBody);
-                        send(TcpHandshake.header(TcpHandshake.READY_TO_USE, 0));
+                        // The server mapped our ring and offers its own: map it, and say whether both are in use.
+                        boolean rings = sameHost() && peerHello.ringSize() > 0
+                                && qp.mapPeerRing(peerHello.pid(), peerHello.ringFd(), peerHello.ringOffset(),
+                                        peerHello.ringSize());
+                        usingRings = rings;
+                        send(TcpHandshake.readyToUse(rings));
                         // Frames may follow at once: READY_TO_USE must be out before them.
                         for (long until = System.nanoTime() + 1_000_000_000L; out != null && !flushOut(); ) {
                             if (System.nanoTime() > until) {
@@ -163,6 +173,7 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
                     if (kind != TcpHandshake.READY_TO_USE) {
                         throw new IllegalArgumentException("expected READY_TO_USE, got message " + kind);
                     }
+                    usingRings = lastBody.length == 1 && lastBody[0] == 1 && ringMapped;
                     established(handler, new byte[0]);
                 }
                 default -> {
@@ -186,13 +197,17 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         }
     }
 
+    /** Whether the peer runs on this host, this boot (its boot id is ours, and ours is known). */
+    private boolean sameHost() {
+        byte[] ours = manager.bootId();
+        return manager.sameHost() != null && peerHello != null && java.util.Arrays.equals(ours, peerHello.bootId())
+                && !java.util.Arrays.equals(ours, new byte[16]);
+    }
+
     private void established(CmEventHandler handler, byte[] peerPrivateData) {
         phase = Phase.ESTABLISHED;
         manager.forget(fd);
-        byte[] ours = manager.bootId();
-        boolean sameHost = peerHello != null && java.util.Arrays.equals(ours, peerHello.bootId())
-                && !java.util.Arrays.equals(ours, new byte[16]);
-        qp.start(manager.sameHost(), sameHost, peerHello == null ? -1 : peerHello.pid());
+        qp.start(manager.sameHost(), sameHost(), peerHello == null ? -1 : peerHello.pid(), usingRings);
         handler.onEstablished(this, peerPrivateData);
     }
 
@@ -340,12 +355,18 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         if (phase != Phase.REQUESTED) {
             throw new IllegalStateException("accept: the request is " + phase);
         }
-        qp = new TcpQueuePair(fd, qpNum, manager.registrations(), (TcpCompletionQueue) completionQueue, qpSpec, this);
+        qp = new TcpQueuePair(fd, qpNum, manager.registrations(), (TcpCompletionQueue) completionQueue, qpSpec, this,
+                manager.sameHost());
         onQp.accept(qp);
         phase = Phase.ACCEPT_SENT;
         manager.track(this);
         manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
-        send(TcpHandshake.hello(TcpHandshake.ACCEPT, qpSpec, manager.bootId(), manager.pid(), answer));
+        // A client of this host offered its ring: map it, and offer ours only if that worked.
+        ringMapped = sameHost() && peerHello.ringSize() > 0
+                && qp.mapPeerRing(peerHello.pid(), peerHello.ringFd(), peerHello.ringOffset(), peerHello.ringSize());
+        long[] ring = ringMapped ? qp.txRingLocation() : null;
+        send(TcpHandshake.hello(TcpHandshake.ACCEPT, qpSpec, manager.bootId(), manager.pid(),
+                ring == null ? 0 : (int) ring[0], ring == null ? 0 : ring[1], ring == null ? 0 : ring[2], answer));
     }
 
     @Override

@@ -18,7 +18,11 @@ final class TcpCompletionQueue implements CompletionQueue {
     private int[] status, opcode, byteLen, imm;
     private boolean[] withImm;
     private int head, count;
-    /** The polling thread armed (about to sleep); cleared when it polls. */
+    /**
+     * The polling thread armed (about to sleep). Cleared by whoever wakes it, not by the thread:
+     * it polls once more after arming, and clearing the flag then would lose the wake-up of a
+     * completion that comes between that look and the sleep.
+     */
     private volatile boolean armed;
 
     TcpCompletionQueue(int depth, TcpCompletionChannel channel) {
@@ -73,9 +77,6 @@ final class TcpCompletionQueue implements CompletionQueue {
 
     @Override
     public int poll(CompletionSink sink, int max) {
-        if (armed) {
-            armed = false;
-        }
         if (count == 0) {
             for (int i = 0, n = queuePairs.size(); i < n; i++) {
                 queuePairs.get(i).progress();
@@ -99,6 +100,7 @@ final class TcpCompletionQueue implements CompletionQueue {
         armed = true;
         for (int i = 0, n = queuePairs.size(); i < n; i++) {
             queuePairs.get(i).flushAck();
+            queuePairs.get(i).armRing();
         }
     }
 
@@ -110,6 +112,7 @@ final class TcpCompletionQueue implements CompletionQueue {
      */
     void wakeIfAsleep() {
         if (armed && channel != null) {
+            armed = false;
             channel.wake();
         }
     }

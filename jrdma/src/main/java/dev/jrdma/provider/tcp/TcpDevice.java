@@ -121,6 +121,9 @@ final class TcpDevice implements Device {
 
     @Override
     public void close() {
-        // Nothing native: registrations are closed by their owners.
+        // Registrations are closed by their owners; shared memory nobody uses any more goes now.
+        if (sameHost != null) {
+            sameHost.close();
+        }
     }
 }

@@ -26,7 +26,10 @@ import java.nio.ByteOrder;
  *
  * HELLO and ACCEPT bodies: send depth, receive depth, responder resources, initiator depth,
  * rnr retry (u32 each), the host's boot id (16 bytes: same host, same boot), the pid (u64),
- * the private data length (u32) and the private data. A REJECT body is the private data alone.
+ * the sender's stream ring for a same-host peer (fd u32, offset u64, size u64; size 0: none,
+ * see {@link SharedByteRing}), the private data length (u32) and the private data. A REJECT
+ * body is the private data alone. READY_TO_USE has one byte: 1 when both sides mapped the
+ * other's ring, and the frames that follow go through the rings instead of the socket.
  * Every length is checked against {@link #MAX_PRIVATE_DATA} before anything is read.
  */
 final class TcpHandshake {
@@ -36,10 +39,12 @@ final class TcpHandshake {
     static final byte HELLO = 1, ACCEPT = 2, REJECT = 3, READY_TO_USE = 4;
     /** The most private data a request or answer carries. */
     static final int MAX_PRIVATE_DATA = 4096;
-    static final int MAX_BODY = 5 * 4 + 16 + 8 + 4 + MAX_PRIVATE_DATA;
+    private static final int FIXED = 5 * 4 + 16 + 8 + 4 + 8 + 8 + 4;
+    static final int MAX_BODY = FIXED + MAX_PRIVATE_DATA;
 
-    /** A decoded HELLO or ACCEPT. */
-    record Hello(QueuePairSpec spec, byte[] bootId, long pid, byte[] privateData) {
+    /** A decoded HELLO or ACCEPT; {@code ringSize} 0: no ring offered. */
+    record Hello(QueuePairSpec spec, byte[] bootId, long pid, int ringFd, long ringOffset, long ringSize,
+                 byte[] privateData) {
     }
 
     private TcpHandshake() {
@@ -51,13 +56,25 @@ final class TcpHandshake {
     }
 
     static byte[] hello(byte kind, QueuePairSpec spec, byte[] bootId, long pid, byte[] privateData) {
-        int body = 5 * 4 + 16 + 8 + 4 + privateData.length;
+        return hello(kind, spec, bootId, pid, 0, 0, 0, privateData);
+    }
+
+    static byte[] hello(byte kind, QueuePairSpec spec, byte[] bootId, long pid, int ringFd, long ringOffset,
+                        long ringSize, byte[] privateData) {
+        int body = FIXED + privateData.length;
         ByteBuffer b = ByteBuffer.allocate(HEADER_SIZE + body).order(ByteOrder.LITTLE_ENDIAN);
         b.put(header(kind, body));
         b.putInt(spec.sendDepth()).putInt(spec.recvDepth()).putInt(spec.responderResources())
                 .putInt(spec.initiatorDepth()).putInt(spec.rnrRetry());
-        b.put(bootId, 0, 16).putLong(pid).putInt(privateData.length).put(privateData);
+        b.put(bootId, 0, 16).putLong(pid).putInt(ringFd).putLong(ringOffset).putLong(ringSize);
+        b.putInt(privateData.length).put(privateData);
         return b.array();
+    }
+
+    /** READY_TO_USE, saying whether the frames that follow go through the rings. */
+    static byte[] readyToUse(boolean rings) {
+        return ByteBuffer.allocate(HEADER_SIZE + 1).order(ByteOrder.LITTLE_ENDIAN).put(header(READY_TO_USE, 1))
+                .put((byte) (rings ? 1 : 0)).array();
     }
 
     static byte[] reject(byte[] privateData) {
@@ -93,7 +110,7 @@ final class TcpHandshake {
 
     static Hello decodeHello(byte[] body) {
         ByteBuffer b = ByteBuffer.wrap(body).order(ByteOrder.LITTLE_ENDIAN);
-        if (body.length < 5 * 4 + 16 + 8 + 4) {
+        if (body.length < FIXED) {
             throw new IllegalArgumentException("a HELLO/ACCEPT of " + body.length + " bytes is truncated");
         }
         QueuePairSpec spec = new QueuePairSpec(b.getInt(), b.getInt(), 1, 1, 0, b.getInt(), b.getInt(), 7, 0);
@@ -103,12 +120,18 @@ final class TcpHandshake {
         byte[] boot = new byte[16];
         b.get(boot);
         long pid = b.getLong();
+        int ringFd = b.getInt();
+        long ringOffset = b.getLong();
+        long ringSize = b.getLong();
+        if (ringSize < 0 || ringOffset < 0 || ringFd < 0) {
+            throw new IllegalArgumentException("a ring of " + ringSize + " bytes at " + ringOffset + " of fd " + ringFd);
+        }
         int n = b.getInt();
         if (n < 0 || n > b.remaining()) {
             throw new IllegalArgumentException("private data of " + n + " bytes in a body with " + b.remaining() + " left");
         }
         byte[] pd = new byte[n];
         b.get(pd);
-        return new Hello(spec, boot, pid, pd);
+        return new Hello(spec, boot, pid, ringFd, ringOffset, ringSize, pd);
     }
 }

@@ -79,6 +79,13 @@ final class TcpQueuePair implements QueuePair {
 
     // ---- same host (shm): peers' shareable regions mapped here, by rkey; under txLock
     private volatile TcpSameHost sameHost;
+    /** The stream ring this side writes (offered to a same-host peer), and the peer's it reads. */
+    private static final long RING_BYTES = 1 << 20;
+    private dev.jrdma.spi.ShareableMemory txRingMemory;
+    private TcpSameHost txRingSupport;
+    private Arena rxRingArena;
+    private SharedByteRing rxRing;
+    private volatile boolean ringMode;
     private long peerPid;
     private final java.util.Map<Integer, PeerRegion> peerRegions = new java.util.HashMap<>();
     private final java.util.Set<Integer> mapRequested = new java.util.HashSet<>();
@@ -111,6 +118,7 @@ final class TcpQueuePair implements QueuePair {
     // ---- receive side: the progress thread only
     private final Arena arena = Arena.ofShared();
     private final MemorySegment rx = arena.allocate(RX_BUFFER, 64);
+    private final MemorySegment doorbells = arena.allocate(64, 8);
     private int rxStart, rxEnd;
     private boolean inFrame;            // a header was read; its payload may still be coming
     private boolean waitingReceive;     // the current frame (SEND, WRITE_WITH_IMM) waits for a posted receive
@@ -130,7 +138,7 @@ final class TcpQueuePair implements QueuePair {
     private final StringBuilder why = new StringBuilder();
 
     TcpQueuePair(int fd, int qpNum, TcpRegistrations registrations, TcpCompletionQueue cq, QueuePairSpec spec,
-                 Events events) {
+                 Events events, TcpSameHost support) {
         this.fd = fd;
         this.qpNum = qpNum;
         this.registrations = registrations;
@@ -156,6 +164,10 @@ final class TcpQueuePair implements QueuePair {
         rqLkey = new int[rq];
         staged = new long[chainCapacity()][];
         tx = new TcpTransmitter(fd);
+        if (support != null) {
+            txRingMemory = support.allocate(SharedByteRing.HEADER + RING_BYTES);
+            txRingSupport = support;
+        }
         cq.attach(this);
     }
 
@@ -168,15 +180,74 @@ final class TcpQueuePair implements QueuePair {
      * peer shares this host (same boot id), so shareable regions are reached directly through
      * {@code support}, the peer being process {@code pid}.
      */
-    void start(TcpSameHost support, boolean sameHostPeer, long pid) {
+    void start(TcpSameHost support, boolean sameHostPeer, long pid, boolean rings) {
         if (support != null && sameHostPeer) {
             peerPid = pid;
             sameHost = support;
+        }
+        if (rings && txRingMemory != null && rxRing != null) {
+            ringMode = true;
+            RING_CONNECTIONS.incrementAndGet();
+            tx.useRing(new SharedByteRing(txRingMemory.segment()), rxRing);
+        } else {
+            dropRings();
         }
         started = true;
         if (cq.channel != null) {
             cq.channel.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP, true);
             cq.channel.wake();
+        }
+    }
+
+    /** {fd, offset, size} of the ring this side writes, for the handshake; null when there is none. */
+    long[] txRingLocation() {
+        if (txRingMemory == null) {
+            return null;
+        }
+        long[] where = txRingSupport.locate(txRingMemory.segment());
+        return where == null ? null : new long[] {where[0], where[1], txRingMemory.segment().byteSize()};
+    }
+
+    /** Maps the peer's ring (it writes, this side reads); false when it cannot be. */
+    boolean mapPeerRing(long pid, int fd, long offset, long size) {
+        if (txRingSupport == null || size <= SharedByteRing.HEADER || size > (1L << 30)) {
+            return false;
+        }
+        Arena a = Arena.ofShared();
+        MemorySegment m;
+        try {
+            m = txRingSupport.map(pid, fd, offset, size, true, a);
+        } catch (RuntimeException e) {
+            m = null;
+        }
+        if (m == null) {
+            a.close();
+            return false;
+        }
+        rxRingArena = a;
+        rxRing = new SharedByteRing(m);
+        return true;
+    }
+
+    private void dropRings() {
+        if (txRingMemory != null) {
+            txRingMemory.close();
+            txRingMemory = null;
+        }
+        if (rxRingArena != null) {
+            rxRingArena.close();
+            rxRingArena = null;
+            rxRing = null;
+        }
+    }
+
+    /**
+     * About to sleep (ring mode): ask the peer to ring the socket when it writes. The peer takes
+     * the flag back when it rings; this side never clears it (see TcpCompletionQueue.armed).
+     */
+    void armRing() {
+        if (ringMode && !closed) {
+            rxRing.arm();
         }
     }
 
@@ -433,6 +504,9 @@ final class TcpQueuePair implements QueuePair {
     /** After queueing: send, and watch for room when the socket did not take everything. */
     private void finishTransmit() {
         boolean done = tx.flush();
+        if (ringMode) {
+            return;   // room in the ring comes with a doorbell from the peer (SharedByteRing's "waits")
+        }
         if (cq.channel != null && started && done == watchingOut) {
             watchingOut = !done;
             cq.channel.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP | (watchingOut ? Sockets.EPOLLOUT : 0), false);
@@ -501,6 +575,20 @@ final class TcpQueuePair implements QueuePair {
             gone("sending failed: " + Errno.name(tx.failedErrno()) + " (" + Errno.describe(tx.failedErrno()) + ")");
         }
         completeReady();
+        if (!peerGoneReported && ringMode) {
+            receive();
+            if ((++socketSkips & 7) == 0) {
+                long now = System.nanoTime();
+                if (now - nextSocketCheck >= 0) {
+                    nextSocketCheck = now + 2_000;
+                    drainSocket();
+                }
+            }
+            if (!peerGoneReported) {
+                sendAck();
+            }
+            return;
+        }
         if (!peerGoneReported) {
             TcpSameHost support = sameHost;
             if (support != null && !inFrame && rxStart == rxEnd) {
@@ -551,7 +639,7 @@ final class TcpQueuePair implements QueuePair {
                     continue;
                 }
                 if (payloadLeft >= DIRECT_READ && payloadDest != 0) {
-                    long n = Sockets.recv(fd, payloadDest, payloadLeft);
+                    long n = streamRead(payloadDest, payloadLeft);
                     reads++;
                     if (n <= 0) {
                         if (!readFailed(n)) {
@@ -580,7 +668,7 @@ final class TcpQueuePair implements QueuePair {
                 rxEnd -= rxStart;
                 rxStart = 0;
             }
-            long n = Sockets.recv(fd, rx.address() + rxEnd, RX_BUFFER - rxEnd);
+            long n = streamRead(rx.address() + rxEnd, RX_BUFFER - rxEnd);
             reads++;
             if (n <= 0) {
                 if (!readFailed(n)) {
@@ -589,6 +677,45 @@ final class TcpQueuePair implements QueuePair {
                 continue;
             }
             rxEnd += (int) n;
+        }
+    }
+
+    /**
+     * Reads the peer's frames: from the socket, or in ring mode from the peer's ring (then 0
+     * bytes is "nothing now", -EAGAIN, since the socket, not the ring, says when the peer is gone).
+     */
+    private long streamRead(long address, long length) {
+        if (!ringMode) {
+            return Sockets.recv(fd, address, length);
+        }
+        long n = rxRing.read(address, length);
+        if (n < 0) {
+            malformed("the peer's ring positions are impossible");
+            return -Errno.EIO;
+        }
+        if (n > 0 && rxRing.producerWaits()) {
+            doorbell();
+        }
+        return n == 0 ? -Errno.EAGAIN : n;
+    }
+
+    /** Rings the peer: one byte on the socket, which its epoll watches (it drains and ignores them). */
+    private void doorbell() {
+        txLock.lock();
+        try {
+            tx.doorbell();
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    /** In ring mode the socket carries only doorbells and the end: drain them, and see whether the peer is gone. */
+    private void drainSocket() {
+        long n = Sockets.recv(fd, doorbells.address(), doorbells.byteSize());
+        if (n == 0) {
+            gone("the peer closed the connection");
+        } else if (n < 0 && n != -Errno.EAGAIN && n != -Errno.EINTR) {
+            gone("the socket failed: " + Errno.name((int) -n));
         }
     }
 
@@ -928,6 +1055,9 @@ final class TcpQueuePair implements QueuePair {
             r.exit();
         }
     }
+
+    /** Queue pairs that started in ring mode, in this process (for tests and diagnostics). */
+    static final java.util.concurrent.atomic.AtomicLong RING_CONNECTIONS = new java.util.concurrent.atomic.AtomicLong();
 
     /** Mapped-file ranges forced by PERSISTENT flushes, in this process (for tests and diagnostics). */
     static final java.util.concurrent.atomic.AtomicLong PERSISTENT_FLUSHES = new java.util.concurrent.atomic.AtomicLong();
@@ -1308,6 +1438,8 @@ final class TcpQueuePair implements QueuePair {
             }
             peerRegions.clear();
             lastPeerRegion = null;
+            ringMode = false;
+            dropRings();
         } finally {
             txLock.unlock();
         }

@@ -24,4 +24,8 @@ public interface TcpSameHost {
 
     /** Maps {@code length} bytes at {@code offset} of fd {@code fd} of process {@code pid}; null when it cannot. */
     MemorySegment map(long pid, int fd, long offset, long length, boolean writable, Arena arena);
+
+    /** The device closes: memory no live allocation uses is freed; the rest goes with its last allocation. */
+    default void close() {
+    }
 }

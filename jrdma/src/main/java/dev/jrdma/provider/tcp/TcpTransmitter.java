@@ -38,9 +38,33 @@ final class TcpTransmitter implements AutoCloseable {
     /** The errno sending failed with (EPIPE, ECONNRESET...), or 0. */
     private int failed;
 
+    // Ring mode (same host): frames go into this side's ring, the socket only rings the peer.
+    private SharedByteRing ring;
+    private long produced;
+    private final MemorySegment bell = arena.allocate(Sockets.MSGHDR_SIZE + Sockets.IOVEC_SIZE + 8, 8);
+
     TcpTransmitter(int fd) {
         this.fd = fd;
         Sockets.setIov(msghdr, iovs.address(), 0);
+    }
+
+    /** From now on frames go into {@code ring} (this side's), read by the peer. */
+    void useRing(SharedByteRing ring, SharedByteRing ignoredPeerRing) {
+        this.ring = ring;
+        this.produced = ring.produced();
+        MemorySegment iov = bell.asSlice(Sockets.MSGHDR_SIZE, Sockets.IOVEC_SIZE);
+        Sockets.iovec(iov, 0, bell.address() + Sockets.MSGHDR_SIZE + Sockets.IOVEC_SIZE, 1);
+        Sockets.setIov(bell, iov.address(), 1);
+    }
+
+    /** One byte on the socket: wakes the peer's IO thread (its epoll watches the socket). EAGAIN is fine: bytes are pending. */
+    void doorbell() {
+        if (failed == 0) {
+            long n = Sockets.sendmsg(fd, bell.address());
+            if (n < 0 && n != -Errno.EAGAIN && n != -Errno.EINTR) {
+                failed = (int) -n;
+            }
+        }
     }
 
     /** Room for another frame before {@link #flush} must be called. */
@@ -114,8 +138,13 @@ final class TcpTransmitter implements AutoCloseable {
             if (total == 0) {
                 return true;
             }
-            Sockets.setIov(msghdr, iovs.address(), n);
-            long sent = Sockets.sendmsg(fd, msghdr.address());
+            long sent;
+            if (ring != null) {
+                sent = toRing(n);
+            } else {
+                Sockets.setIov(msghdr, iovs.address(), n);
+                sent = Sockets.sendmsg(fd, msghdr.address());
+            }
             if (sent < 0) {
                 int errno = (int) -sent;
                 if (errno != Errno.EAGAIN && errno != Errno.EINTR) {
@@ -127,7 +156,13 @@ final class TcpTransmitter implements AutoCloseable {
             }
             if (sent == total) {
                 backlogStart = backlogEnd = 0;
+                if (ring != null) {
+                    ring.waitForRoom(false);
+                }
                 return true;
+            }
+            if (ring != null) {
+                ring.waitForRoom(true);   // the peer rings when it has read some
             }
             // Keep what was not sent: first the unsent end of the backlog, then the frames.
             long skip = sent;
@@ -159,6 +194,25 @@ final class TcpTransmitter implements AutoCloseable {
             }
             fencedCount = 0;
         }
+    }
+
+    /** Copies the first {@code count} iovecs into the ring as far as it has room, publishes; returns the bytes taken. */
+    private long toRing(int count) {
+        long taken = 0;
+        for (int i = 0; i < count; i++) {
+            long base = iovs.get(java.lang.foreign.ValueLayout.JAVA_LONG, i * Sockets.IOVEC_SIZE);
+            long len = iovs.get(java.lang.foreign.ValueLayout.JAVA_LONG, i * Sockets.IOVEC_SIZE + 8);
+            long n = ring.write(base, len, produced);
+            produced += n;
+            taken += n;
+            if (n < len) {
+                break;
+            }
+        }
+        if (taken > 0 && ring.publish(produced)) {
+            doorbell();
+        }
+        return taken;
     }
 
     /** Moves the backlog to the front and makes room for {@code more} bytes after it. */

@@ -1,0 +1,136 @@
+package dev.jrdma.provider.tcp;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * A single-producer single-consumer byte stream in shared memory: what a same-host connection
+ * (shm) sends its frames through instead of the socket, so that messages, acks and responses
+ * cost copies, not system calls. Each side writes its own ring and reads the peer's.
+ *
+ * <pre>
+ *  0                 64                128               192               256
+ *  +-----------------+-----------------+-----------------+-----------------+----------------
+ *  | produced (u64)  | consumed (u64)  | consumer asleep | producer waits  | data: capacity bytes
+ *  +-----------------+-----------------+-----------------+-----------------+----------------
+ * </pre>
+ *
+ * Positions only grow (byte counts); the data at position p is at {@code p % capacity}. The
+ * producer publishes {@code produced} after copying, the consumer {@code consumed} after
+ * reading (release stores, acquire loads). The two flags let either side sleep: a consumer
+ * about to sleep sets "asleep" and the producer, seeing it after publishing, rings the
+ * doorbell (a byte on the socket, which the sleeper's epoll watches); a producer out of room
+ * sets "waits" and the consumer rings once it has made room.
+ */
+final class SharedByteRing {
+    static final long HEADER = 256;
+    private static final long PRODUCED = 0, CONSUMED = 64, ASLEEP = 128, WAITS = 192;
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    private final MemorySegment ring;
+    private final long capacity;
+
+    SharedByteRing(MemorySegment memory) {
+        this.ring = memory;
+        this.capacity = memory.byteSize() - HEADER;
+    }
+
+    long capacity() {
+        return capacity;
+    }
+
+    // ---------------------------------------------------------------- producer
+
+    /**
+     * Copies up to {@code length} bytes from {@code address} into the ring, as far as there is
+     * room; returns how many. Call {@link #publish} after one or more writes.
+     */
+    long write(long address, long length, long at) {
+        long consumed = (long) LONG.getAcquire(ring, CONSUMED);
+        long room = capacity - (at - consumed);
+        long n = Math.min(room, length);
+        if (n <= 0) {
+            return 0;
+        }
+        long off = at % capacity;
+        long first = Math.min(n, capacity - off);
+        MemorySegment src = MemorySegment.ofAddress(address).reinterpret(n);
+        MemorySegment.copy(src, 0, ring, HEADER + off, first);
+        if (n > first) {
+            MemorySegment.copy(src, first, ring, HEADER, n - first);
+        }
+        return n;
+    }
+
+    /** The position after what has been written (the producer's own view). */
+    long produced() {
+        return (long) LONG.getAcquire(ring, PRODUCED);
+    }
+
+    /** Makes the bytes up to {@code position} visible; true when the consumer asked to be woken. */
+    boolean publish(long position) {
+        LONG.setRelease(ring, PRODUCED, position);
+        VarHandle.fullFence();   // the flag is read after the publish (Dekker with the consumer's arm)
+        if ((long) LONG.getVolatile(ring, ASLEEP) != 0) {
+            LONG.setVolatile(ring, ASLEEP, 0L);
+            return true;
+        }
+        return false;
+    }
+
+    /** The producer has bytes waiting for room: the consumer should ring when it makes some. */
+    void waitForRoom(boolean waiting) {
+        LONG.setVolatile(ring, WAITS, waiting ? 1L : 0L);
+    }
+
+    // ---------------------------------------------------------------- consumer
+
+    /** Bytes readable now, or -1 when the producer's position is impossible (a corrupt or hostile peer). */
+    long available() {
+        long produced = (long) LONG.getAcquire(ring, PRODUCED);
+        long consumed = (long) LONG.getOpaque(ring, CONSUMED);
+        long n = produced - consumed;
+        return n < 0 || n > capacity ? -1 : n;
+    }
+
+    /** Copies up to {@code length} readable bytes to {@code address}; returns how many (0: none, -1: corrupt). */
+    long read(long address, long length) {
+        long avail = available();
+        if (avail <= 0) {
+            return avail;
+        }
+        long consumed = (long) LONG.getOpaque(ring, CONSUMED);
+        long n = Math.min(avail, length);
+        long off = consumed % capacity;
+        long first = Math.min(n, capacity - off);
+        MemorySegment dst = MemorySegment.ofAddress(address).reinterpret(n);
+        MemorySegment.copy(ring, HEADER + off, dst, 0, first);
+        if (n > first) {
+            MemorySegment.copy(ring, HEADER, dst, first, n - first);
+        }
+        LONG.setRelease(ring, CONSUMED, consumed + n);
+        return n;
+    }
+
+    /** After reading: true when the producer waits for room (and the flag is taken: ring once). */
+    boolean producerWaits() {
+        if ((long) LONG.getOpaque(ring, WAITS) != 0) {
+            VarHandle.fullFence();
+            LONG.setVolatile(ring, WAITS, 0L);
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * About to sleep: asks the producer to ring (it takes the flag back when it does). Returns
+     * true when bytes are readable already; the flag is set before the check (Dekker with
+     * {@link #publish}).
+     */
+    boolean arm() {
+        LONG.setVolatile(ring, ASLEEP, 1L);
+        VarHandle.fullFence();
+        return available() != 0;
+    }
+}
