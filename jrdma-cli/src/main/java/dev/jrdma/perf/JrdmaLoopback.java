@@ -29,6 +29,13 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 final class JrdmaLoopback {
     static final int WINDOW = 16;
+    /**
+     * write_lat spins on its memory and polls (progress, completions) every this many spins, as
+     * ib_write_lat spins on its buffer: where the peer's write lands without this side's CPU
+     * (verbs, shm) the poll is only for completions; on tcp it is what reads the socket, and 16
+     * spins are a few ns next to a syscall.
+     */
+    static final int SPINS_PER_POLL = 16;
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
     private JrdmaLoopback() {
@@ -64,8 +71,10 @@ final class JrdmaLoopback {
                 RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
                 Counter done = new Counter();
                 for (long expect = 1; ; expect++) {
+                    int spins = 0;
                     while ((long) LONG.getVolatile(mine.segment(), 0L) != expect) {
-                        if (rdma.poll() == 0 && c.state() != dev.jrdma.ConnectionState.ESTABLISHED) {
+                        if ((++spins & (SPINS_PER_POLL - 1)) == 0 && rdma.poll() == 0
+                                && c.state() != dev.jrdma.ConnectionState.ESTABLISHED) {
                             return;
                         }
                     }
@@ -107,8 +116,11 @@ final class JrdmaLoopback {
                     long t = System.nanoTime();
                     out.segment().set(ValueLayout.JAVA_LONG, 0, v);
                     c.write(out, peer, null, done);
+                    int spins = 0;
                     while ((long) LONG.getVolatile(mine.segment(), 0L) != v) {
-                        rdma.poll();
+                        if ((++spins & (SPINS_PER_POLL - 1)) == 0) {
+                            rdma.poll();
+                        }
                     }
                     rtt[i] = System.nanoTime() - t;
                 }

@@ -73,6 +73,11 @@ final class TcpQueuePair implements QueuePair {
     private volatile long sqTail;   // ring positions 1..sqTail posted
     private volatile long sqHead;   // 1..sqHead completed
     private final long[] sqWire;    // the entry's sequence number on the wire; 0: not sent (done directly, or not at all)
+    // What a held entry needs to be issued later (see issueHeld)
+    private final long[] sqRemote, sqCompareAdd, sqSwap;
+    private final int[] sqRkey, sqImm;
+    private final boolean[] sqHeld;
+    private boolean switching;      // poster: entries are held until the stream drains (under txLock)
     private long wireNext;          // poster: the last sequence number sent (under txLock)
     private volatile long wirePosted;   // wireNext, published for the progress thread
     private long lastSocketPos;     // poster: ring position of the last request sent on the socket
@@ -156,6 +161,12 @@ final class TcpQueuePair implements QueuePair {
         sqSignaled = new boolean[sq];
         sqLocalError = new int[sq];
         sqWire = new long[sq];
+        sqRemote = new long[sq];
+        sqCompareAdd = new long[sq];
+        sqSwap = new long[sq];
+        sqRkey = new int[sq];
+        sqImm = new int[sq];
+        sqHeld = new boolean[sq];
         int rq = Integer.highestOneBit(Math.max(1, spec.recvDepth() - 1)) << 1;
         rqMask = rq - 1;
         rqWrId = new long[rq];
@@ -389,13 +400,21 @@ final class TcpQueuePair implements QueuePair {
         if (sqLocalError[i] != 0 || sqBroken || inError) {
             return notSent(pos);   // RC: the bad request and everything after it complete in error
         }
+        sqRemote[i] = remoteAddr;
+        sqRkey[i] = rkey;
+        sqCompareAdd[i] = compareAdd;
+        sqSwap[i] = swap;
+        sqImm[i] = imm;
+        if (switching) {
+            return hold(pos);   // behind a switch of path: issued in order once the stream drains
+        }
         TcpSameHost support = sameHost;
-        if (support != null && length > 0 && opcode != WR_RDMA_WRITE_WITH_IMM && type != SEND) {
+        if (support != null && directKind(i)) {
             PeerRegion m = peerRegion(rkey);
             if (m == null) {
                 requestMap(rkey);
             } else if (sqHead >= lastSocketPos) {
-                // Nothing of ours is still on the socket ahead of it, so doing it now keeps RC's order.
+                // Nothing of ours is still in the stream ahead of it, so doing it now keeps RC's order.
                 int status = direct(m, type, localAddr, atomic ? 8 : length, local, remoteAddr, compareAdd, swap);
                 if (status != 0) {
                     sqLocalError[i] = status;
@@ -404,8 +423,48 @@ final class TcpQueuePair implements QueuePair {
                 sqTail = pos;
                 cq.wakeIfAsleep();
                 return 0;
+            } else {
+                // Mapped, but earlier requests are still in the stream: this one, and every later
+                // one, waits until they are done, then goes (directly) in order. Sending it through
+                // the stream instead would keep a busy connection off the direct path for good.
+                switching = true;
+                return hold(pos);
             }
         }
+        return stream(i, pos, local);
+    }
+
+    /** Whether entry {@code i} may be done directly on a mapping (a one-sided operation with data). */
+    private boolean directKind(int i) {
+        int op = sqOpcode[i];
+        return sqLength[i] > 0 && (op == WR_RDMA_WRITE || op == WR_RDMA_READ || op == WR_ATOMIC_CMP_AND_SWP
+                || op == WR_ATOMIC_FETCH_AND_ADD);
+    }
+
+    private static byte frameType(int opcode) {
+        return switch (opcode) {
+            case WR_SEND, WR_SEND_WITH_IMM -> SEND;
+            case WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM -> WRITE;
+            case WR_RDMA_READ -> READ_REQUEST;
+            case WR_ATOMIC_CMP_AND_SWP -> COMPARE_SWAP;
+            case WR_ATOMIC_FETCH_AND_ADD -> FETCH_ADD;
+            default -> FLUSH;
+        };
+    }
+
+    /** Entry at {@code pos} is recorded but not issued yet; under txLock. */
+    private int hold(long pos) {
+        sqHeld[(int) (pos - 1) & sqMask] = true;
+        sqTail = pos;
+        cq.wakeIfAsleep();
+        return 0;
+    }
+
+    /** Sends entry {@code i} (at ring position {@code pos}) through the stream; under txLock. */
+    private int stream(int i, long pos, TcpMemoryRegistration local) {
+        int opcode = sqOpcode[i];
+        byte type = frameType(opcode);
+        int length = sqLength[i];
         boolean payload = type == SEND || type == WRITE;
         if (payload && length > 0 && !local.enter()) {
             sqLocalError[i] = WorkCompletion.LOC_PROT_ERR;   // closed just now
@@ -419,16 +478,69 @@ final class TcpQueuePair implements QueuePair {
                 | (opcode == WR_SEND_WITH_IMM || opcode == WR_RDMA_WRITE_WITH_IMM ? FLAG_IMM : 0);
         if (type == FLUSH) {
             // The range's length rides in compare/add, persistence in imm (swap carries ACKs).
-            frameHeader(type, frameFlags | FLAG_ACK_REQUESTED, 0, 0, wire, remoteAddr, rkey, (int) compareAdd, swap, 0);
+            frameHeader(type, frameFlags | FLAG_ACK_REQUESTED, 0, 0, wire, sqRemote[i], sqRkey[i], (int) sqCompareAdd[i],
+                    sqSwap[i], 0);
         } else {
-            frameHeader(type, frameFlags, 0, payload ? length : 0, wire, remoteAddr, rkey, imm,
-                    type == READ_REQUEST ? length : compareAdd, swap);
+            frameHeader(type, frameFlags, 0, payload ? length : 0, wire, sqRemote[i], sqRkey[i], sqImm[i],
+                    type == READ_REQUEST ? length : sqCompareAdd[i], sqSwap[i]);
         }
         if (payload && length > 0) {
-            tx.addPayload(localAddr, length, local);
+            tx.addPayload(sqLocalAddr[i], length, local);
         }
-        sqTail = pos;   // published before the frame can be answered
+        if (pos > sqTail) {
+            sqTail = pos;   // published before the frame can be answered
+        }
         return 0;
+    }
+
+    /**
+     * The stream has drained up to the first held entry: issue the held ones in order, each
+     * directly when its region is mapped, else through the stream. On the progress thread.
+     */
+    private void issueHeld() {
+        txLock.lock();
+        try {
+            long tail = sqTail;
+            for (long pos = sqHead + 1; pos <= tail; pos++) {
+                int i = (int) (pos - 1) & sqMask;
+                if (!sqHeld[i]) {
+                    continue;
+                }
+                sqHeld[i] = false;
+                if (sqBroken || inError) {
+                    if (sqLocalError[i] == 0) {
+                        sqLocalError[i] = WorkCompletion.WR_FLUSH_ERR;
+                    }
+                    continue;
+                }
+                int length = sqLength[i];
+                int op = sqOpcode[i];
+                int needLocal = op == WR_RDMA_READ || op == WR_ATOMIC_CMP_AND_SWP || op == WR_ATOMIC_FETCH_AND_ADD
+                        ? AccessFlags.LOCAL_WRITE : 0;
+                TcpMemoryRegistration local = length == 0 ? null
+                        : registrations.check(sqLkey[i], sqLocalAddr[i], length, needLocal, null);
+                if (length != 0 && local == null) {
+                    sqLocalError[i] = WorkCompletion.LOC_PROT_ERR;
+                    sqBroken = true;
+                    continue;
+                }
+                PeerRegion m = sameHost != null && directKind(i) ? peerRegion(sqRkey[i]) : null;
+                if (m != null && sqHead >= lastSocketPos) {
+                    int status = direct(m, frameType(op), sqLocalAddr[i], length, local, sqRemote[i],
+                            sqCompareAdd[i], sqSwap[i]);
+                    if (status != 0) {
+                        sqLocalError[i] = status;
+                        sqBroken = true;
+                    }
+                } else {
+                    stream(i, pos, local);
+                }
+            }
+            switching = false;
+            finishTransmit();
+        } finally {
+            txLock.unlock();
+        }
     }
 
     /** An entry that does not go out: it (or one before it) failed here; the QP goes to error. */
@@ -1289,7 +1401,7 @@ final class TcpQueuePair implements QueuePair {
         long tail = sqTail;
         while (sqHead < tail) {
             int i = (int) sqHead & sqMask;
-            if (sqLocalError[i] != 0 || sqWire[i] > seq) {
+            if (sqLocalError[i] != 0 || sqHeld[i] || sqWire[i] > seq) {
                 break;
             }
             sqHead = sqHead + 1;
@@ -1324,6 +1436,10 @@ final class TcpQueuePair implements QueuePair {
                 cq.add(sqWrId[i], sqLocalError[i], completionOpcode(sqOpcode[i]), 0, 0, false);
                 enterError();
                 return;
+            }
+            if (sqHeld[i]) {
+                issueHeld();   // everything before it is done: issue it and those after it
+                continue;
             }
             if (sqWire[i] != 0) {
                 return;   // its answer is still to come
