@@ -26,10 +26,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * peer's requests and applies them to this device's registrations after checking key, bounds
  * and access, much as SoftiWARP does in the kernel.
  *
- * <p>A SEND that finds no receive posted is not dropped: the responder stops reading the socket
- * until a receive is posted (TCP flow control holds the peer), as an RC responder keeps
- * answering RNR; after the peer's RNR budget, {@code (rnrRetry + 1) x} {@value #RNR_TIMER_MS}
- * ms, it refuses the SEND with {@code IBV_WC_RNR_RETRY_EXC_ERR}.
+ * <p>A SEND that finds no receive posted is not dropped: it is parked, with every request of
+ * the peer's after it, and replayed in order when a receive is posted, as an RC responder
+ * keeps answering RNR; responses to this side's own requests go on being read meanwhile, so
+ * they do not wait behind it (on verbs the two directions are independent too). Past
+ * {@value #MAX_PARKED} parked bytes the stream is not read until some drain (TCP flow control
+ * holds the peer). After the peer's RNR budget, {@code (rnrRetry + 1) x} {@value #RNR_TIMER_MS}
+ * ms, the SEND is refused with {@code IBV_WC_RNR_RETRY_EXC_ERR}.
  */
 final class TcpQueuePair implements QueuePair {
     private static final System.Logger LOG = System.getLogger("dev.jrdma");
@@ -126,14 +129,29 @@ final class TcpQueuePair implements QueuePair {
     private final MemorySegment doorbells = arena.allocate(64, 8);
     private int rxStart, rxEnd;
     private boolean inFrame;            // a header was read; its payload may still be coming
-    private boolean waitingReceive;     // the current frame (SEND, WRITE_WITH_IMM) waits for a posted receive
+    // Requests parked behind a SEND that found no receive (RNR), replayed in order.
+    static final long MAX_PARKED = 64L << 20;
+    private final java.util.ArrayDeque<Parked> parked = new java.util.ArrayDeque<>();
+    private long parkedBytes;
+    private Parked parking;             // the request whose payload is being read into its parked buffer
+    private boolean replaying;
+    private boolean parkStalled;        // over MAX_PARKED: the stream is not read until replay drains some
+
+    /** A request of the peer's, kept with its payload until it can be applied. */
+    private static final class Parked {
+        byte type;
+        int flags, status, length, rkey, imm;
+        long seq, addr, compareAdd, swap;
+        Arena arena;
+        MemorySegment payload;
+    }
     private byte fType;
     private int fFlags, fStatus, fLength, fRkey, fImm;
     private long fSeq, fAddr, fCompareAdd, fSwap;
     private long payloadDest;           // where the payload goes; 0: discarded
     private long payloadLeft;
     private TcpMemoryRegistration payloadRegistration;   // entered while payload is placed
-    private long rnrSince;              // when the current SEND began waiting for a receive; 0: not waiting
+    private volatile long rnrSince;     // when the first parked SEND began waiting for a receive; 0: not waiting
     private boolean refusing;           // we NAKed a request: apply nothing more from the peer
     private long lastRequestSeq;        // the peer's requests applied so far
     private long ackWanted;             // the highest request of the peer's that asked for an ACK
@@ -643,8 +661,8 @@ final class TcpQueuePair implements QueuePair {
         rqLength[i] = length;
         rqLkey[i] = lkey;
         rqTail = t;
-        if (rnrSince != 0 && cq.channel != null) {
-            cq.channel.wake();
+        if ((rnrSince != 0 || parkStalled) && cq.channel != null) {
+            cq.channel.wake();   // a parked SEND may go now
         }
         return 0;
     }
@@ -731,18 +749,18 @@ final class TcpQueuePair implements QueuePair {
     }
 
     private void receive() {
+        if (!inFrame && !parked.isEmpty()) {
+            replayParked();
+        }
         for (int reads = 0; reads < READS_PER_PROGRESS && !peerGoneReported; ) {
-            if (inFrame) {
-                if (waitingReceive) {
-                    if (!continueFrame()) {
-                        return;   // still no receive posted
-                    }
-                    waitingReceive = false;
-                    if (payloadLeft == 0) {
-                        endPayload();
-                        continue;
-                    }
+            if (!inFrame && parkedBytes > MAX_PARKED) {
+                if (!parkStalled) {
+                    parkStalled = true;
+                    watchIn(false);   // a receive posted wakes the thread (postRecv)
                 }
+                return;
+            }
+            if (inFrame) {
                 int buffered = rxEnd - rxStart;
                 if (buffered > 0) {
                     int take = (int) Math.min(buffered, payloadLeft);
@@ -887,12 +905,85 @@ final class TcpQueuePair implements QueuePair {
                 return;
             }
         }
-        if (!continueFrame()) {
-            waitingReceive = !peerGoneReported;
-            return;
+        if (fType < ACK && !parked.isEmpty() && !refusing) {
+            park();   // requests after a parked one wait behind it, in order
+        } else if (!continueFrame()) {
+            return;   // the connection ended (protocol error, the peer gone)
         }
         if (payloadLeft == 0) {
             endPayload();
+        }
+    }
+
+    /** Parks the current request: its payload goes into a buffer of its own, and it is applied later, in order. */
+    private void park() {
+        Parked p = new Parked();
+        p.type = fType;
+        p.flags = fFlags;
+        p.status = fStatus;
+        p.length = fLength;
+        p.rkey = fRkey;
+        p.imm = fImm;
+        p.seq = fSeq;
+        p.addr = fAddr;
+        p.compareAdd = fCompareAdd;
+        p.swap = fSwap;
+        if (fLength > 0) {
+            p.arena = Arena.ofShared();
+            p.payload = p.arena.allocate(fLength, 8);
+            payloadDest = p.payload.address();
+        }
+        payloadLeft = fLength;
+        parkedBytes += fLength;
+        parking = p;
+    }
+
+    /** Applies parked requests in order, as far as receives are posted for the SENDs among them. */
+    private void replayParked() {
+        while (!parked.isEmpty() && !peerGoneReported) {
+            Parked p = parked.peekFirst();
+            fType = p.type;
+            fFlags = p.flags;
+            fStatus = p.status;
+            fLength = p.length;
+            fRkey = p.rkey;
+            fImm = p.imm;
+            fSeq = p.seq;
+            fAddr = p.addr;
+            fCompareAdd = p.compareAdd;
+            fSwap = p.swap;
+            inFrame = true;
+            payloadDest = 0;
+            payloadLeft = 0;
+            payloadRegistration = null;
+            replaying = true;
+            boolean go;
+            try {
+                go = continueFrame();
+            } finally {
+                replaying = false;
+            }
+            if (!go) {
+                inFrame = false;
+                return;   // still no receive for it (within the RNR budget)
+            }
+            parked.pollFirst();
+            parkedBytes -= p.length;
+            if (payloadLeft > 0) {
+                place(p.payload.address(), (int) payloadLeft);   // ends the frame
+            } else {
+                endPayload();
+            }
+            if (p.arena != null) {
+                p.arena.close();
+            }
+        }
+        if (parked.isEmpty()) {
+            rnrSince = 0;
+        }
+        if (parkStalled && parkedBytes <= MAX_PARKED) {
+            parkStalled = false;
+            watchIn(true);
         }
     }
 
@@ -923,8 +1014,13 @@ final class TcpQueuePair implements QueuePair {
                     payloadLeft = fLength;
                     return true;
                 }
-                if ((fFlags & FLAG_IMM) != 0 && !takeReceive(true)) {
-                    return false;
+                if ((fFlags & FLAG_IMM) != 0) {
+                    if (!takeReceive(true)) {
+                        return false;
+                    }
+                    if (parking != null) {
+                        return true;   // parked until a receive is posted for its immediate
+                    }
                 }
                 if (fLength > 0) {
                     why.setLength(0);
@@ -1043,6 +1139,11 @@ final class TcpQueuePair implements QueuePair {
             payloadRegistration = null;
         }
         inFrame = false;
+        if (parking != null) {
+            parked.addLast(parking);   // read whole; applied in order by replayParked
+            parking = null;
+            return;
+        }
         if (peerGoneReported) {
             return;
         }
@@ -1083,24 +1184,20 @@ final class TcpQueuePair implements QueuePair {
     private boolean takeReceive(boolean forImm) {
         if (rqHead == rqTail) {
             long now = System.nanoTime();
-            if (rnrSince == 0) {
+            if (!replaying) {
+                // Park it (and, in order, every request after it) and go on reading the stream.
                 rnrSince = now;
-                watchIn(false);
-                return false;
+                park();
+                return true;
             }
             if (now - rnrSince < rnrBudgetNanos) {
                 return false;
             }
             rnrSince = 0;
-            watchIn(true);
             refuse(WorkCompletion.RNR_RETRY_EXC_ERR, forImm ? "WRITE_WITH_IMM" : "SEND",
                     "no receive was posted within " + rnrBudgetNanos / 1_000_000 + " ms");
             payloadLeft = fLength;
             return true;
-        }
-        if (rnrSince != 0) {
-            rnrSince = 0;
-            watchIn(true);
         }
         if (forImm) {
             return true;   // the receive is consumed when the write completes
@@ -1556,6 +1653,16 @@ final class TcpQueuePair implements QueuePair {
             lastPeerRegion = null;
             ringMode = false;
             dropRings();
+            for (Parked p : parked) {
+                if (p.arena != null) {
+                    p.arena.close();
+                }
+            }
+            parked.clear();
+            if (parking != null && parking.arena != null) {
+                parking.arena.close();
+                parking = null;
+            }
         } finally {
             txLock.unlock();
         }
