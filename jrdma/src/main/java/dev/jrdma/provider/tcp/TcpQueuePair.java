@@ -217,7 +217,7 @@ final class TcpQueuePair implements QueuePair {
         if (rings && txRingMemory != null && rxRing != null) {
             ringMode = true;
             RING_CONNECTIONS.incrementAndGet();
-            tx.useRing(new SharedByteRing(txRingMemory.segment()), rxRing);
+            tx.useRing(new SharedByteRing(txRingMemory.segment()));
         } else {
             dropRings();
         }

@@ -49,7 +49,7 @@ final class TcpTransmitter implements AutoCloseable {
     }
 
     /** From now on frames go into {@code ring} (this side's), read by the peer. */
-    void useRing(SharedByteRing ring, SharedByteRing ignoredPeerRing) {
+    void useRing(SharedByteRing ring) {
         this.ring = ring;
         this.produced = ring.produced();
         MemorySegment iov = bell.asSlice(Sockets.MSGHDR_SIZE, Sockets.IOVEC_SIZE);
