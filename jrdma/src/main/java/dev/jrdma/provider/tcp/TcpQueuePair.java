@@ -369,37 +369,11 @@ final class TcpQueuePair implements QueuePair {
         if (pos - sqHead > sqMask + 1 || pos - sqHead > granted.sendDepth()) {
             return Errno.ENOMEM;
         }
-        byte type;
-        int needLocal;   // access the local buffer needs
-        switch (opcode) {
-            case WR_SEND, WR_SEND_WITH_IMM -> {
-                type = SEND;
-                needLocal = 0;
-            }
-            case WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM -> {
-                type = WRITE;
-                needLocal = 0;
-            }
-            case WR_RDMA_READ -> {
-                type = READ_REQUEST;
-                needLocal = AccessFlags.LOCAL_WRITE;
-            }
-            case WR_ATOMIC_CMP_AND_SWP -> {
-                type = COMPARE_SWAP;
-                needLocal = AccessFlags.LOCAL_WRITE;
-            }
-            case WR_ATOMIC_FETCH_AND_ADD -> {
-                type = FETCH_ADD;
-                needLocal = AccessFlags.LOCAL_WRITE;
-            }
-            case WR_FLUSH -> {
-                type = FLUSH;
-                needLocal = 0;
-            }
-            default -> {
-                return Errno.EINVAL;
-            }
+        if ((opcode < WR_RDMA_WRITE || opcode > WR_ATOMIC_FETCH_AND_ADD) && opcode != WR_FLUSH) {
+            return Errno.EINVAL;
         }
+        byte type = frameType(opcode);
+        int needLocal = localAccess(opcode);
         boolean atomic = type == COMPARE_SWAP || type == FETCH_ADD;
         if (atomic && length < 8) {
             return Errno.EINVAL;
@@ -470,6 +444,12 @@ final class TcpQueuePair implements QueuePair {
         };
     }
 
+    /** The access the local buffer of {@code opcode} needs: reads and atomics land in it. */
+    private static int localAccess(int opcode) {
+        return opcode == WR_RDMA_READ || opcode == WR_ATOMIC_CMP_AND_SWP || opcode == WR_ATOMIC_FETCH_AND_ADD
+                ? AccessFlags.LOCAL_WRITE : 0;
+    }
+
     /** Entry at {@code pos} is recorded but not issued yet; under txLock. */
     private int hold(long pos) {
         sqHeld[(int) (pos - 1) & sqMask] = true;
@@ -533,10 +513,8 @@ final class TcpQueuePair implements QueuePair {
                 }
                 int length = sqLength[i];
                 int op = sqOpcode[i];
-                int needLocal = op == WR_RDMA_READ || op == WR_ATOMIC_CMP_AND_SWP || op == WR_ATOMIC_FETCH_AND_ADD
-                        ? AccessFlags.LOCAL_WRITE : 0;
                 TcpMemoryRegistration local = length == 0 ? null
-                        : registrations.check(sqLkey[i], sqLocalAddr[i], length, needLocal, null);
+                        : registrations.check(sqLkey[i], sqLocalAddr[i], length, localAccess(op), null);
                 if (length != 0 && local == null) {
                     sqLocalError[i] = WorkCompletion.LOC_PROT_ERR;
                     sqBroken = true;
@@ -1510,7 +1488,7 @@ final class TcpQueuePair implements QueuePair {
 
     /** The peer refused request {@code seq}: it fails with {@code status}; the QP goes to error. */
     private void failHead(long seq, int status) {
-        if (!headIs(seq, sqOpcode[(int) sqHead & sqMask])) {
+        if (sqHead >= sqTail || sqWire[(int) sqHead & sqMask] != seq) {
             malformed("a NAK for request " + seq + ", which is not the next outstanding one");
             return;
         }
