@@ -19,6 +19,8 @@ import dev.jrdma.spi.WorkCompletion;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.net.InetSocketAddress;
 import java.nio.channels.CompletionHandler;
 import java.util.ArrayDeque;
@@ -80,22 +82,47 @@ public final class Connection implements AutoCloseable {
     private int receiveSize;
     private int postedReceives;
 
-    // Outstanding send-queue operations, by slot (the wr_id). Guarded by postLock.
+    // Outstanding send-queue operations, by slot (the wr_id). Posting is serialised by postLock;
+    // completing takes no lock. A slot is in one of two single-producer single-consumer rings:
+    //   free: the completing thread returns slots at freeTail, posters take them at freeHead;
+    //   posted: posters add at postTail in posting order (the send queue completes in this
+    //           order), the completing thread takes them from postHead.
+    // Each ring's tail is published with a release store after its entry and the slot's fields
+    // are written, and read (volatile) before they are, so the slot's fields pass from poster to
+    // completer and back without a lock. The completing thread is the IO thread (inline: the
+    // thread in IoThread.poll, one at a time). A completion used to take postLock twice, which
+    // was most of its cost. The slot arrays below belong to whoever holds the slot.
     private final Object postLock = new Object();
-    private final int[] freeSlots;
-    private int freeTop;
+    private final int[] freeRing;
+    private final int freeMask;
+    private long freeHead;               // posters, under postLock
+    private volatile long freeTail;      // the completing thread (release stores)
+    private final int[] postRing;
+    private final int postMask;
+    private volatile long postTail;      // posters under postLock, and an emulated atomic's next step (release stores)
+    private long postHead;               // the completing thread
+    private final int depth;
     private final byte[] kind;
     private final byte[] opcodeOf;
     private final Object[] futures;
     private final Object[] attachments;
-    private int waitingForSlot;
+    /** Posters waiting for a free slot (under postLock); the completing thread notifies them. */
+    private volatile int waitingForSlot;
     // Per slot: a batch member's index (argA), or an emulated atomic's arguments and state.
     private final byte[] emu;
     private final long[] argA, argB, argC, argD, expected, emuDeadline;
     private final RemoteRegion[] emuRemote;
-    // The slots in the order they were posted: the send queue completes in this order.
-    private final int[] ring;
-    private int ringHead, ringCount;
+    private static final VarHandle FREE_TAIL, POST_TAIL;
+
+    static {
+        try {
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            FREE_TAIL = l.findVarHandle(Connection.class, "freeTail", long.class);
+            POST_TAIL = l.findVarHandle(Connection.class, "postTail", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     // Received messages nobody took yet, and receive() calls waiting for one. Guarded by themselves.
     private final ArrayDeque<Message> undelivered = new ArrayDeque<>();
@@ -129,11 +156,18 @@ public final class Connection implements AutoCloseable {
         this.remoteAddress = remoteAddress;
         this.server = server;
         int depth = config.sendQueueDepth();
-        freeSlots = new int[depth];
+        this.depth = depth;
+        // Capacity above depth: a poster that takes back its last take (untakeSlot) finds its
+        // entry still there, as the completing thread can never have wrapped onto it.
+        int capacity = Integer.highestOneBit(depth) << 1;
+        freeRing = new int[capacity];
+        freeMask = capacity - 1;
         for (int i = 0; i < depth; i++) {
-            freeSlots[i] = depth - 1 - i;
+            freeRing[i] = i;
         }
-        freeTop = depth;
+        freeTail = depth;
+        postRing = new int[capacity];
+        postMask = capacity - 1;
         kind = new byte[depth];
         opcodeOf = new byte[depth];
         futures = new Object[depth];
@@ -146,7 +180,6 @@ public final class Connection implements AutoCloseable {
         expected = new long[depth];
         emuDeadline = new long[depth];
         emuRemote = new RemoteRegion[depth];
-        ring = new int[depth];
     }
 
     // ---------------------------------------------------------------- set-up (IO / CM thread)
@@ -602,7 +635,7 @@ public final class Connection implements AutoCloseable {
                 // so then the connection is put in error, which flushes them.
                 for (int i = n - 1; i >= posted; i--) {
                     int slot = ringPopTail();
-                    freeSlot(slot);
+                    untakeSlot(slot);   // the last taken first: the reverse of taking
                     bc.member(i, e, 0);
                 }
                 if (posted > 0) {
@@ -681,11 +714,12 @@ public final class Connection implements AutoCloseable {
     void validate(int opcode, LocalRegion buf, RemoteRegion remote) {
         String op = opName(opcode);
         boolean atomic = isAtomic(opcode);
-        if (!atomic) {
-            Objects.requireNonNull(buf, op + ": the local region");
+        // Messages are built only on failure: this runs on every post.
+        if (!atomic && buf == null) {
+            throw new NullPointerException(op + ": the local region");
         }
-        if (opcode != QueuePair.WR_SEND && opcode != QueuePair.WR_SEND_WITH_IMM) {
-            Objects.requireNonNull(remote, op + ": the remote region");
+        if (remote == null && opcode != QueuePair.WR_SEND && opcode != QueuePair.WR_SEND_WITH_IMM) {
+            throw new NullPointerException(op + ": the remote region");
         }
         if (buf != null) {
             if (buf.isClosed()) {
@@ -769,7 +803,7 @@ public final class Connection implements AutoCloseable {
                 remote == null ? 0 : remote.address(), remote == null ? 0 : remote.rkey(), compareAdd, swap, imm);
         if (rc != 0) {
             ringPopTail();
-            freeSlot(slot);
+            untakeSlot(slot);
             throw new RdmaException(op + ": ibv_post_send failed with errno " + rc
                     + " (the QP is " + QueuePair.stateName(qp.queryState()) + ")");
         }
@@ -792,7 +826,7 @@ public final class Connection implements AutoCloseable {
             if (state != ConnectionState.ESTABLISHED) {
                 throw notUsable(op);
             }
-            if (freeTop >= n) {
+            if (freeTail - freeHead >= n) {
                 return;
             }
             if (io.inThisThread()) {
@@ -813,7 +847,9 @@ public final class Connection implements AutoCloseable {
                     postLock.wait(0, 1);
                     io.poll();
                 } else {
-                    postLock.wait(Math.max(1, (deadline - now) / 1_000_000));
+                    // 1 ms at most: the completing thread reads waitingForSlot without a fence
+                    // after freeing a slot, so a notify may be missed; the next look is then soon.
+                    postLock.wait(1);
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -824,8 +860,10 @@ public final class Connection implements AutoCloseable {
         }
     }
 
+    /** Takes a free slot; under postLock, after awaitRoom. */
     private int takeSlot(byte k, int opcode, Object completion, Object attachment) {
-        int slot = freeSlots[--freeTop];
+        int slot = freeRing[(int) freeHead & freeMask];
+        freeHead++;
         kind[slot] = k;
         opcodeOf[slot] = (byte) opcode;
         futures[slot] = completion;
@@ -833,39 +871,59 @@ public final class Connection implements AutoCloseable {
         return slot;
     }
 
-    private void freeSlot(int slot) {
+    private void clearSlot(int slot) {
         futures[slot] = null;
         attachments[slot] = null;
         emuRemote[slot] = null;
         kind[slot] = 0;
         emu[slot] = EMU_NONE;
-        freeSlots[freeTop++] = slot;
+    }
+
+    /** Returns a finished slot; on the completing thread only. */
+    private void freeSlot(int slot) {
+        clearSlot(slot);
+        long t = freeTail;
+        freeRing[(int) t & freeMask] = slot;
+        FREE_TAIL.setRelease(this, t + 1);
         if (waitingForSlot > 0) {
-            postLock.notifyAll();
+            synchronized (postLock) {
+                postLock.notifyAll();
+            }
         }
     }
 
+    /** Gives back {@code slot}, the last one taken and never posted; under postLock. */
+    private void untakeSlot(int slot) {
+        clearSlot(slot);
+        freeHead--;
+        assert freeRing[(int) freeHead & freeMask] == slot;
+    }
+
+    /** Adds {@code slot} after the others in flight; under postLock, before it is posted. */
     private void ringPush(int slot) {
-        ring[(ringHead + ringCount) % ring.length] = slot;
-        ringCount++;
+        long t = postTail;
+        postRing[(int) t & postMask] = slot;
+        POST_TAIL.setRelease(this, t + 1);
     }
 
+    /** Takes back the slot this thread just pushed (its post failed); under postLock. */
     private int ringPopTail() {
-        ringCount--;
-        return ring[(ringHead + ringCount) % ring.length];
+        long t = postTail - 1;
+        POST_TAIL.setRelease(this, t);
+        return postRing[(int) t & postMask];
     }
 
+    /** The oldest slot in flight; on the completing thread, when postHead != postTail. */
     private int ringPopHead() {
-        int slot = ring[ringHead];
-        ringHead = (ringHead + 1) % ring.length;
-        ringCount--;
+        int slot = postRing[(int) postHead & postMask];
+        postHead++;
         return slot;
     }
 
     /** Nothing outstanding any more: every send-queue operation and every receive completed. */
     private boolean drained() {
         synchronized (postLock) {
-            return freeTop == freeSlots.length && postedReceives == 0;
+            return freeTail - freeHead == depth && postedReceives == 0;
         }
     }
 
@@ -892,7 +950,7 @@ public final class Connection implements AutoCloseable {
     /** Why the emulated atomic of the completion being handled failed; null when it did not. */
     private RdmaException emulationFailure;
 
-    /** Loads the finished operation of {@code slot} into the done* fields and frees the slot. Under postLock. */
+    /** Loads the finished operation of {@code slot} into the done* fields and frees the slot. On the completing thread. */
     private void takeDone(int slot) {
         doneKind = kind[slot];
         doneCompletion = futures[slot];
@@ -910,27 +968,31 @@ public final class Connection implements AutoCloseable {
             return;
         }
         int slot = (int) wrId;
-        // RC completes a send queue in order: unsignaled requests posted before this one are done.
-        while (true) {
-            synchronized (postLock) {
-                if (ringCount == 0) {
-                    LOG.log(System.Logger.Level.ERROR, "completion for slot {0} of {1} with nothing outstanding", slot, this);
-                    return;
-                }
-                if (ring[ringHead] == slot) {
-                    break;
-                }
-                takeDone(ringPopHead());
-            }
-            finish(doneKind, doneCompletion, doneAttachment, doneValue, doneIndex, null);
-        }
         emulationFailure = null;
-        synchronized (postLock) {
-            ringPopHead();
-            if (status == WorkCompletion.SUCCESS && emu[slot] != EMU_NONE && continueEmulation(slot)) {
-                return;   // the next compare-and-swap is posted on the same slot
+        // One monitor enter per completion in the usual case (this slot is the oldest outstanding):
+        // the lock is most of what a completion costs.
+        while (true) {
+            if (postHead == postTail) {
+                LOG.log(System.Logger.Level.ERROR, "completion for slot {0} of {1} with nothing outstanding", slot, this);
+                return;
             }
-            takeDone(slot);
+            int oldest = ringPopHead();
+            if (oldest == slot) {
+                if (status == WorkCompletion.SUCCESS && emu[slot] != EMU_NONE) {
+                    boolean continued;
+                    synchronized (postLock) {   // it posts: serialised with the posters
+                        continued = continueEmulation(slot);
+                    }
+                    if (continued) {
+                        return;   // the next compare-and-swap is posted on the same slot
+                    }
+                }
+                takeDone(slot);
+                break;
+            }
+            // RC completes a send queue in order: unsignaled requests posted before this one are done.
+            takeDone(oldest);
+            finish(doneKind, doneCompletion, doneAttachment, doneValue, doneIndex, null);
         }
         if (emulationFailure != null) {
             finish(doneKind, doneCompletion, doneAttachment, 0, doneIndex, emulationFailure);
@@ -1174,7 +1236,7 @@ public final class Connection implements AutoCloseable {
         RdmaException why = failure != null ? failure : new ConnectionClosedException("connection closed");
         RdmaException closed = closedBecause(why);
         for (int slot = 0; slot < kind.length; slot++) {
-            synchronized (postLock) {
+            synchronized (postLock) {   // state is CLOSED: no poster takes a slot any more
                 if (kind[slot] == 0) {
                     continue;
                 }
@@ -1182,9 +1244,7 @@ public final class Connection implements AutoCloseable {
             }
             finish(doneKind, doneCompletion, doneAttachment, 0, doneIndex, closed);
         }
-        synchronized (postLock) {
-            ringCount = 0;
-        }
+        postHead = postTail;
         if (endpoint != null) {
             endpoint.close();
         }

@@ -79,6 +79,9 @@ public final class Rdma implements AutoCloseable {
             for (int i = 0; i < n; i++) {
                 channels[i] = device.createCompletionChannel();
                 CompletionChannel ch = channels[i];
+                if (b.ioThreads == INLINE || b.completionMode == CompletionMode.POLLING) {
+                    ch.pollingOnly();   // nobody arms or sleeps on it
+                }
                 int[] fds = i != 0 ? new int[] {ch.fd()}
                         : device.eventFd() < 0 ? new int[] {ch.fd(), manager.fd()} : new int[] {ch.fd(), manager.fd(), device.eventFd()};
                 String name = "jrdma-io-" + device.name() + "-" + i;

@@ -168,6 +168,85 @@ abstract class RdmaServingConformance {
         }
     }
 
+    /**
+     * Posting threads and the completing thread share the send-queue slots without a lock (two
+     * single-producer single-consumer rings): threads fire operations without waiting for them,
+     * into a send queue of 4, so they wait for room again and again while completions free
+     * slots, with batches and masked (emulated where not native) atomics among them. Every
+     * operation completes exactly once and every add lands; with an IO thread and inline.
+     */
+    @Test
+    void firingThreadsIntoATinySendQueueCompleteEachOperationOnce() throws Exception {
+        ConnectionConfig tiny = ConnectionConfig.builder().sendQueueDepth(4).build();
+        for (boolean inline : new boolean[] {false, true}) {
+            try (TestPair p = TestPair.open(transport(), CompletionMode.ADAPTIVE, tiny, tiny,
+                    b -> inline ? b.ioThreads(Rdma.INLINE) : b.ioThreads(1))) {
+                RemoteRegion counter = p.remote().slice(4096, 8);
+                p.exposed().segment().set(ValueLayout.JAVA_LONG, 4096, 0);
+                int threads = 4, each = 150;
+                java.util.concurrent.atomic.AtomicIntegerArray calls = new java.util.concurrent.atomic.AtomicIntegerArray(threads * each);
+                AtomicInteger finished = new AtomicInteger();
+                AtomicReference<Throwable> err = new AtomicReference<>();
+                CompletionHandler<Long, Integer> once = new CompletionHandler<>() {
+                    public void completed(Long v, Integer op) {
+                        calls.incrementAndGet(op);
+                        finished.incrementAndGet();
+                    }
+
+                    public void failed(Throwable e, Integer op) {
+                        err.compareAndSet(null, e);
+                        calls.incrementAndGet(op);
+                        finished.incrementAndGet();
+                    }
+                };
+                List<Thread> ts = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    int id = t;
+                    ts.add(Thread.ofPlatform().name("firing-" + t).start(() -> {
+                        try {
+                            for (int i = 0; i < each; i++) {
+                                int op = id * each + i;
+                                if (i % 10 == 9) {   // a batch of three adds, counted as one operation
+                                    p.conn().batch().fetchAndAdd(counter, 1).fetchAndAdd(counter, 1)
+                                            .fetchAndAdd(counter, 1).submit()
+                                            .whenComplete((v, e) -> {
+                                                if (e != null) {
+                                                    once.failed(e, op);
+                                                } else {
+                                                    once.completed(3L, op);
+                                                }
+                                            });
+                                } else if (i % 10 == 4) {
+                                    p.conn().maskedFetchAndAdd(counter, 1, 0L, op, once);
+                                } else {
+                                    p.conn().fetchAndAdd(counter, 1, op, once);
+                                }
+                            }
+                        } catch (Throwable e) {
+                            err.compareAndSet(null, e);
+                        }
+                    }));
+                }
+                join(ts, err);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+                while (finished.get() < threads * each && System.nanoTime() < deadline) {
+                    if (inline) {
+                        p.client().poll();
+                    } else {
+                        Thread.sleep(1);
+                    }
+                }
+                assertNull(err.get(), () -> "an operation failed: " + err.get());
+                for (int op = 0; op < threads * each; op++) {
+                    assertEquals(1, calls.get(op), "operation " + op + " completed " + calls.get(op) + " times (inline " + inline + ")");
+                }
+                long adds = (long) threads * (each / 10) * 3 + (long) threads * (each - each / 10);
+                assertEquals(adds, p.exposed().segment().get(ValueLayout.JAVA_LONG, 4096), "no add lost (inline " + inline + ")");
+                assertEquals(ConnectionState.ESTABLISHED, p.conn().state());
+            }
+        }
+    }
+
     @Test
     void severalThreadsShareOneConnection() throws Exception {
         ConnectionConfig tight = ConnectionConfig.builder().sendQueueDepth(8).build();   // threads wait for room

@@ -23,6 +23,8 @@ final class TcpCompletionChannel implements CompletionChannel {
     private final ThreadLocal<MemorySegment> ctlBuf = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(16, 8));
     private final ThreadLocal<MemorySegment> signalBuf = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(8, 8));
     private volatile boolean closed;
+    /** False once told that no thread ever sleeps on this channel ({@link #pollingOnly}). */
+    private volatile boolean sleepers = true;
 
     TcpCompletionChannel() {
         epfd = Sockets.epollCreate();
@@ -33,6 +35,16 @@ final class TcpCompletionChannel implements CompletionChannel {
             throw e;
         }
         control(Sockets.EPOLL_CTL_ADD, wakeFd, Sockets.EPOLLIN);
+    }
+
+    @Override
+    public void pollingOnly() {
+        sleepers = false;
+    }
+
+    /** Whether a thread may arm and sleep on this channel. */
+    boolean sleepers() {
+        return sleepers;
     }
 
     @Override

@@ -105,13 +105,19 @@ final class TcpCompletionQueue implements CompletionQueue {
     }
 
     /**
-     * A completion became ready without socket activity (an operation done on a shared mapping):
-     * wake the polling thread if it armed to sleep. Both sides use volatile accesses (the entry is
-     * published before this reads armed; the poller sets armed before it polls once more), so
-     * either the poller sees the entry or this sees armed.
+     * A completion became ready without socket activity (an operation done on a shared mapping,
+     * its entry published with a release store): wake the polling thread if it armed to sleep.
+     * The full fence orders that publication before the read of armed, as the poller sets armed
+     * (volatile) before it polls once more; so either the poller sees the entry or this sees
+     * armed. A channel no thread sleeps on needs neither (a fence is most of a direct write's
+     * cost after its copy).
      */
     void wakeIfAsleep() {
-        if (armed && channel != null) {
+        if (channel == null || !channel.sleepers()) {
+            return;
+        }
+        java.lang.invoke.VarHandle.fullFence();
+        if (armed) {
             armed = false;
             channel.wake();
         }

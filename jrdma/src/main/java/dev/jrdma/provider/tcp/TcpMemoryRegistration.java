@@ -9,7 +9,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Memory registered with a tcp device: a key the peer names it by, and a fence between the
  * owner closing it and a progress thread placing or sending its bytes. A progress thread
  * {@link #enter}s before touching the memory and {@link #exit}s after; {@link #close} marks
- * it closed, then waits for those inside to leave, so once close returns nothing touches the
+ * it closed, then waits for those inside to leave, and for any direct (same-host) operation
+ * under way (those check the registration under their queue pair's lock instead of
+ * entering, see {@link TcpRegistrations#quiesce}); so once close returns nothing touches the
  * memory again and the owner may free it.
  */
 final class TcpMemoryRegistration implements MemoryRegistration {
@@ -97,6 +99,7 @@ final class TcpMemoryRegistration implements MemoryRegistration {
         while (inside.get() != 0) {
             Thread.onSpinWait();
         }
+        table.quiesce();   // direct operations on posting threads do not enter: wait them out
     }
 
     @Override

@@ -41,6 +41,17 @@ final class TcpQueuePair implements QueuePair {
     /** Payload still to come at least this large is read straight into its destination. */
     private static final int DIRECT_READ = 16 * 1024;
     private static final VarHandle LONG_ATOMIC = ValueLayout.JAVA_LONG.varHandle();
+    private static final VarHandle SQ_TAIL, SQ_HEAD;
+
+    static {
+        try {
+            java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
+            SQ_TAIL = l.findVarHandle(TcpQueuePair.class, "sqTail", long.class);
+            SQ_HEAD = l.findVarHandle(TcpQueuePair.class, "sqHead", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
     /** Passes of reading per progress call: bounds the time one connection holds the IO thread. */
     private static final int READS_PER_PROGRESS = 16;
 
@@ -212,6 +223,7 @@ final class TcpQueuePair implements QueuePair {
     void start(TcpSameHost support, boolean sameHostPeer, long pid, boolean rings) {
         if (support != null && sameHostPeer) {
             peerPid = pid;
+            registrations.addDirectUser(this);   // before sameHost: a direct operation needs the quiesce
             sameHost = support;
         }
         if (rings && txRingMemory != null && rxRing != null) {
@@ -407,12 +419,12 @@ final class TcpQueuePair implements QueuePair {
                 requestMap(rkey);
             } else if (sqHead >= lastSocketPos) {
                 // Nothing of ours is still in the stream ahead of it, so doing it now keeps RC's order.
-                int status = direct(m, type, localAddr, atomic ? 8 : length, local, remoteAddr, compareAdd, swap);
+                int status = direct(m, type, localAddr, atomic ? 8 : length, remoteAddr, compareAdd, swap);
                 if (status != 0) {
                     sqLocalError[i] = status;
                     return notSent(pos);
                 }
-                sqTail = pos;
+                SQ_TAIL.setRelease(this, pos);   // the fence, when one is needed, is wakeIfAsleep's
                 cq.wakeIfAsleep();
                 return 0;
             } else {
@@ -453,7 +465,7 @@ final class TcpQueuePair implements QueuePair {
     /** Entry at {@code pos} is recorded but not issued yet; under txLock. */
     private int hold(long pos) {
         sqHeld[(int) (pos - 1) & sqMask] = true;
-        sqTail = pos;
+        SQ_TAIL.setRelease(this, pos);
         cq.wakeIfAsleep();
         return 0;
     }
@@ -522,7 +534,7 @@ final class TcpQueuePair implements QueuePair {
                 }
                 PeerRegion m = sameHost != null && directKind(i) ? peerRegion(sqRkey[i]) : null;
                 if (m != null && sqHead >= lastSocketPos) {
-                    int status = direct(m, frameType(op), sqLocalAddr[i], length, local, sqRemote[i],
+                    int status = direct(m, frameType(op), sqLocalAddr[i], length, sqRemote[i],
                             sqCompareAdd[i], sqSwap[i]);
                     if (status != 0) {
                         sqLocalError[i] = status;
@@ -558,8 +570,8 @@ final class TcpQueuePair implements QueuePair {
      * against what the peer's registration grants, then a copy or a CPU atomic. Returns 0 or the
      * completion status it fails with (as the peer would have answered).
      */
-    private int direct(PeerRegion m, byte type, long localAddr, int length, TcpMemoryRegistration local,
-                       long remoteAddr, long compareAdd, long swap) {
+    private int direct(PeerRegion m, byte type, long localAddr, int length, long remoteAddr, long compareAdd,
+                       long swap) {
         int need = type == WRITE ? AccessFlags.REMOTE_WRITE : type == READ_REQUEST ? AccessFlags.REMOTE_READ
                 : AccessFlags.REMOTE_ATOMIC;
         if ((m.access() & need) != need || remoteAddr < m.base() || remoteAddr - m.base() > m.length() - length) {
@@ -569,21 +581,18 @@ final class TcpQueuePair implements QueuePair {
         if ((type == COMPARE_SWAP || type == FETCH_ADD) && ((m.mapped().address() + off) & 7) != 0) {
             return WorkCompletion.REM_INV_REQ_ERR;
         }
-        if (!local.enter()) {
-            return WorkCompletion.LOC_PROT_ERR;
-        }
-        try {
-            MemorySegment here = MemorySegment.ofAddress(localAddr).reinterpret(length);
-            switch (type) {
-                case WRITE -> MemorySegment.copy(here, 0, m.mapped(), off, length);
-                case READ_REQUEST -> MemorySegment.copy(m.mapped(), off, here, 0, length);
-                case COMPARE_SWAP -> here.set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
-                        (long) LONG_ATOMIC.compareAndExchange(m.mapped(), off, compareAdd, swap));
-                default -> here.set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
-                        (long) LONG_ATOMIC.getAndAdd(m.mapped(), off, compareAdd));
-            }
-        } finally {
-            local.exit();
+        // No fence of the local registration here (two atomics per operation): this runs under
+        // txLock, after the registration was found open under it, and closing a registration
+        // takes the txLock of every queue pair that does direct operations (quiesce) after it
+        // marks itself closed; so once close returns no copy from or into it is under way.
+        MemorySegment here = MemorySegment.ofAddress(localAddr).reinterpret(length);
+        switch (type) {
+            case WRITE -> MemorySegment.copy(here, 0, m.mapped(), off, length);
+            case READ_REQUEST -> MemorySegment.copy(m.mapped(), off, here, 0, length);
+            case COMPARE_SWAP -> here.set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
+                    (long) LONG_ATOMIC.compareAndExchange(m.mapped(), off, compareAdd, swap));
+            default -> here.set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
+                    (long) LONG_ATOMIC.getAndAdd(m.mapped(), off, compareAdd));
         }
         return 0;
     }
@@ -1519,7 +1528,9 @@ final class TcpQueuePair implements QueuePair {
             if (sqWire[i] != 0) {
                 return;   // its answer is still to come
             }
-            sqHead = sqHead + 1;
+            // Release, not volatile: only this thread writes sqHead, and posters reading a value
+            // a moment old only see less room (a fence per completion is not worth that moment).
+            SQ_HEAD.setRelease(this, sqHead + 1);
             complete(i);
         }
     }
@@ -1606,6 +1617,15 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
+    /**
+     * Waits until no direct operation of this QP is under way (one runs under txLock); see
+     * {@link TcpRegistrations#quiesce}. Any thread but one inside this QP's txLock of another QP.
+     */
+    void quiesce() {
+        txLock.lock();
+        txLock.unlock();
+    }
+
     /** Frees the QP (not the socket: its endpoint closes that). On the progress thread, or once it no longer polls. */
     void close() {
         txLock.lock();
@@ -1614,6 +1634,7 @@ final class TcpQueuePair implements QueuePair {
                 return;
             }
             closed = true;
+            registrations.removeDirectUser(this);
             cq.detach(this);
             if (cq.channel != null && started && !peerGoneReported) {
                 cq.channel.unwatch(fd);

@@ -22,6 +22,29 @@ final class TcpRegistrations {
     private final int[] free = new int[CAPACITY];
     private int freeTop;
     private int nextFresh = 1;   // index 0 unused: key 0 never names memory
+    /** Queue pairs with a same-host peer: they copy to and from registered memory on posting threads. */
+    private final java.util.concurrent.CopyOnWriteArrayList<TcpQueuePair> directUsers =
+            new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    void addDirectUser(TcpQueuePair qp) {
+        directUsers.addIfAbsent(qp);
+    }
+
+    void removeDirectUser(TcpQueuePair qp) {
+        directUsers.remove(qp);
+    }
+
+    /**
+     * Waits out every direct operation under way: each runs under its queue pair's txLock after
+     * finding its registration open, so once a closed registration has passed through every
+     * such lock no copy touches it any more. Lets the direct path (a posting thread's hot path)
+     * go without the registration's enter/exit atomics.
+     */
+    void quiesce() {
+        for (TcpQueuePair qp : directUsers) {
+            qp.quiesce();
+        }
+    }
 
     synchronized TcpMemoryRegistration register(MemorySegment memory, int access) {
         int index;
