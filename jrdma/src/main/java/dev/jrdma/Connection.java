@@ -199,7 +199,7 @@ public final class Connection implements AutoCloseable {
     QueuePairSpec spec(dev.jrdma.spi.DeviceCapabilities caps) {
         int rd = config.rdAtomicFor(caps);
         return new QueuePairSpec(config.sendQueueDepth(), config.receiveQueueDepth(), 1, 1, config.maxInlineData(),
-                rd, rd, config.retryCount(), config.rnrRetry());
+                rd, rd, config.retryCount(), config.rnrRetry(), postLock);
     }
 
     /** The QP exists (INIT): post every receive, before the peer can send. */

@@ -23,19 +23,25 @@ import java.util.concurrent.atomic.AtomicReference;
  * number) into the server's region; the server, polling its memory, sees it and writes it
  * back into the client's; one round trip per iteration.</li>
  * <li>{@code write_bw}: the client keeps {@value #WINDOW} writes of {@code size} bytes
- * outstanding into the server's region; the server's IO thread applies them.</li>
+ * outstanding into the server's region; the server's IO thread applies them (tcp), or sleeps
+ * while the client copies into the mapped region (shm).</li>
  * </ul>
  * Descriptors cross in the connection's private data.
  */
 final class JrdmaLoopback {
     static final int WINDOW = 16;
     /**
-     * write_lat spins on its memory and polls (progress, completions) every this many spins, as
-     * ib_write_lat spins on its buffer: where the peer's write lands without this side's CPU
-     * (verbs, shm) the poll is only for completions; on tcp it is what reads the socket, and 16
-     * spins are a few ns next to a syscall.
+     * write_lat, as ib_write_lat: after posting its write a side polls once for the write's
+     * completion (done at once where the write was a copy: shm), then spins on its memory for
+     * the peer's, polling every this many spins. Where the peer's write lands without this
+     * side's CPU (verbs, shm) a poll there only looks for completions, which ib_write_lat does
+     * not do at all while it spins: rarely. On tcp the poll is what reads the socket: often (16
+     * spins are a few ns next to its syscall).
      */
-    static final int SPINS_PER_POLL = 16;
+    static int spinsPerPoll(String provider) {
+        return provider.equals("tcp") ? 16 : 1024;
+    }
+
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
     private JrdmaLoopback() {
@@ -44,7 +50,11 @@ final class JrdmaLoopback {
     /** The server role: prints "ready PORT", serves one client, returns when it disconnects. */
     static void serve(String provider, String test, int size) throws Exception {
         boolean lat = test.equals("write_lat");
-        try (Rdma rdma = Rdma.builder().provider(provider).completionMode(CompletionMode.POLLING)
+        // write_bw: the server's IO thread is ADAPTIVE (the default): on tcp it is busy applying
+        // the writes, on shm it has nothing to do and sleeps, rather than spin on one of the two
+        // CPUs the client's copies need.
+        try (Rdma rdma = Rdma.builder().provider(provider)
+                .completionMode(lat ? CompletionMode.POLLING : CompletionMode.ADAPTIVE)
                 .ioThreads(lat ? Rdma.INLINE : 1).build();
              LocalRegion mine = rdma.allocate(lat ? 8 : size);
              LocalRegion out = rdma.allocate(8)) {
@@ -70,19 +80,32 @@ final class JrdmaLoopback {
                 }
                 RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
                 Counter done = new Counter();
+                int spinsPerPoll = spinsPerPoll(provider);
                 for (long expect = 1; ; expect++) {
-                    int spins = 0;
-                    while ((long) LONG.getVolatile(mine.segment(), 0L) != expect) {
-                        if ((++spins & (SPINS_PER_POLL - 1)) == 0 && rdma.poll() == 0
-                                && c.state() != dev.jrdma.ConnectionState.ESTABLISHED) {
-                            return;
-                        }
+                    if (!awaitValue(rdma, c, mine, expect, spinsPerPoll)) {
+                        return;
                     }
                     out.segment().set(ValueLayout.JAVA_LONG, 0, expect);
                     c.write(out, peer, null, done);
+                    rdma.poll();
                 }
             }
         }
+    }
+
+    /**
+     * Spins until the first 8 bytes of {@code mine} hold {@code value}, polling every
+     * {@code spinsPerPoll} (a power of 2) spins; false when the connection ended first.
+     */
+    static boolean awaitValue(Rdma rdma, Connection c, LocalRegion mine, long value, int spinsPerPoll) {
+        int spins = 0;
+        while ((long) LONG.getVolatile(mine.segment(), 0L) != value) {
+            if ((++spins & (spinsPerPoll - 1)) == 0 && rdma.poll() == 0
+                    && c.state() != dev.jrdma.ConnectionState.ESTABLISHED) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Counts completions; fails loudly on the first error. No allocation per operation. */
@@ -110,18 +133,15 @@ final class JrdmaLoopback {
             try (Connection c = rdma.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), config)) {
                 RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
                 Counter done = new Counter();
+                int spinsPerPoll = spinsPerPoll(provider);
                 long[] rtt = new long[iterations];
                 for (int i = 0; i < iterations; i++) {
                     long v = i + 1;
                     long t = System.nanoTime();
                     out.segment().set(ValueLayout.JAVA_LONG, 0, v);
                     c.write(out, peer, null, done);
-                    int spins = 0;
-                    while ((long) LONG.getVolatile(mine.segment(), 0L) != v) {
-                        if ((++spins & (SPINS_PER_POLL - 1)) == 0) {
-                            rdma.poll();
-                        }
-                    }
+                    rdma.poll();
+                    awaitValue(rdma, c, mine, v, spinsPerPoll);
                     rtt[i] = System.nanoTime() - t;
                 }
                 while (done.completed < iterations) {

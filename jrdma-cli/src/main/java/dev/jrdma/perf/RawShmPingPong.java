@@ -12,7 +12,8 @@ import java.nio.file.StandardOpenOption;
 /**
  * The floor for shm latency: two JVMs spinning on flags in one shared mapping (a file in
  * /dev/shm), nothing else. The client stores i into its cache line and waits for the server
- * to store i into the other; one round trip per iteration.
+ * to store i into the other; one round trip per iteration. {@link PairedShmPingPong} runs it
+ * in blocks between jrdma's. Also the bandwidth floor: a single-core copy.
  */
 final class RawShmPingPong {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
@@ -21,52 +22,28 @@ final class RawShmPingPong {
     private RawShmPingPong() {
     }
 
-    private static MemorySegment map(Path file, Arena arena) throws Exception {
+    /** A page of {@code file} (made if missing), shared with the other process. */
+    static MemorySegment map(Path file, Arena arena) throws Exception {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
                 StandardOpenOption.WRITE)) {
             return ch.map(FileChannel.MapMode.READ_WRITE, 0, 4096, arena);
         }
     }
 
-    /** Prints "ready 0" and answers every ping until it sees -1. */
-    static void serve(Path file) throws Exception {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment m = map(file, arena);
-            System.out.println("ready 0");
-            System.out.flush();
-            long last = 0;
-            while (true) {
-                long v;
-                while ((v = (long) LONG.getVolatile(m, PING)) == last) {
-                    Thread.onSpinWait();
-                }
-                if (v < 0) {
-                    return;
-                }
-                LONG.setVolatile(m, PONG, v);
-                last = v;
-            }
+    /** The client's half of one round trip: store {@code v} in its line, wait for it in the other. */
+    static void ping(MemorySegment m, long v) {
+        LONG.setVolatile(m, PING, v);
+        while ((long) LONG.getVolatile(m, PONG) != v) {
+            Thread.onSpinWait();
         }
     }
 
-    static long[] pingPong(Path file, int iterations) throws Exception {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment m = map(file, arena);
-            long[] rtt = new long[iterations];
-            for (int i = 0; i < iterations; i++) {
-                long v = i + 1;
-                long t = System.nanoTime();
-                LONG.setVolatile(m, PING, v);
-                while ((long) LONG.getVolatile(m, PONG) != v) {
-                    Thread.onSpinWait();
-                }
-                rtt[i] = System.nanoTime() - t;
-            }
-            LONG.setVolatile(m, PING, -1L);
-            return rtt;
-        } finally {
-            Files.deleteIfExists(file);
+    /** The server's half: wait for {@code v} in the client's line, store it in its own. */
+    static void pong(MemorySegment m, long v) {
+        while ((long) LONG.getVolatile(m, PING) != v) {
+            Thread.onSpinWait();
         }
+        LONG.setVolatile(m, PONG, v);
     }
 
     /** Single-core MemorySegment.copy bandwidth of {@code size}-byte copies, bytes per second. */

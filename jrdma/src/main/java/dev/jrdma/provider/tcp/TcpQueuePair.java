@@ -13,7 +13,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A reliable connection over one TCP socket, with RC's semantics: requests are applied by the
@@ -109,6 +108,14 @@ final class TcpQueuePair implements QueuePair {
     private final java.util.Map<Integer, PeerRegion> peerRegions = new java.util.HashMap<>();
     private final java.util.Set<Integer> mapRequested = new java.util.HashSet<>();
     private long nextSocketCheck;
+    /**
+     * Ring mode: how long the socket goes unread after a look found nothing. It carries only
+     * doorbells, which matter to a thread that sleeps (and it reads them when it wakes), and
+     * the end of the peer; the data is in the rings. Looking every 2 us, as a socket that
+     * carries data needs, put a recv syscall in every tenth shm round trip: about half of
+     * jrdma's time over the raw ping-pong's.
+     */
+    static final long RING_SOCKET_CHECK_NANOS = 1_000_000;
     private int socketSkips;
     private int lastPeerRkey;
     private PeerRegion lastPeerRegion;
@@ -130,7 +137,12 @@ final class TcpQueuePair implements QueuePair {
     private int firstUnposted;
 
     // ---- transmit side, shared by posters and the progress thread
-    private final ReentrantLock txLock = new ReentrantLock();
+    /**
+     * Guards the send side against the progress thread. It is the lock the QP's owner posts
+     * under (QueuePairSpec.postLock: the Connection's), when it gives one: a post then takes one
+     * lock, the owner's, and this one again only as a recursive (free) monitor enter.
+     */
+    private final Object txLock;
     private final TcpTransmitter tx;
     private boolean watchingOut;
 
@@ -178,6 +190,7 @@ final class TcpQueuePair implements QueuePair {
         this.registrations = registrations;
         this.cq = cq;
         this.granted = spec;
+        this.txLock = spec.postLock() != null ? spec.postLock() : new Object();
         this.events = events;
         this.rnrBudgetNanos = (spec.rnrRetry() + 1L) * RNR_TIMER_MS * 1_000_000L;
         int sq = Integer.highestOneBit(Math.max(1, spec.sendDepth() - 1)) << 1;
@@ -289,6 +302,7 @@ final class TcpQueuePair implements QueuePair {
     void armRing() {
         if (ringMode && !closed) {
             rxRing.arm();
+            nextSocketCheck = 0;   // the first pass after the sleep reads the doorbell (or EOF) that ended it
         }
     }
 
@@ -307,13 +321,10 @@ final class TcpQueuePair implements QueuePair {
     @Override
     public int postSend(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
                         int rkey, long compareAdd, long swap, int imm) {
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             int rc = queue(wrId, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, imm);
             finishTransmit();
             return rc;
-        } finally {
-            txLock.unlock();
         }
     }
 
@@ -344,8 +355,7 @@ final class TcpQueuePair implements QueuePair {
 
     @Override
     public int postStaged(int count) {
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             for (int i = 0; i < count; i++) {
                 long[] s = staged[i];
                 int rc = queue(s[0], (int) s[1], (int) s[2], s[3], (int) s[4], (int) s[5], s[6], (int) s[7], s[8], s[9],
@@ -361,8 +371,6 @@ final class TcpQueuePair implements QueuePair {
             }
             finishTransmit();
             return 0;
-        } finally {
-            txLock.unlock();
         }
     }
 
@@ -508,8 +516,7 @@ final class TcpQueuePair implements QueuePair {
      * directly when its region is mapped, else through the stream. On the progress thread.
      */
     private void issueHeld() {
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             long tail = sqTail;
             for (long pos = sqHead + 1; pos <= tail; pos++) {
                 int i = (int) (pos - 1) & sqMask;
@@ -546,8 +553,6 @@ final class TcpQueuePair implements QueuePair {
             }
             switching = false;
             finishTransmit();
-        } finally {
-            txLock.unlock();
         }
     }
 
@@ -681,11 +686,8 @@ final class TcpQueuePair implements QueuePair {
             return;
         }
         if (!tx.idle()) {
-            txLock.lock();
-            try {
+            synchronized (txLock) {
                 finishTransmit();
-            } finally {
-                txLock.unlock();
             }
         }
         if (tx.failedErrno() != 0) {
@@ -697,8 +699,7 @@ final class TcpQueuePair implements QueuePair {
             if ((++socketSkips & 7) == 0) {
                 long now = System.nanoTime();
                 if (now - nextSocketCheck >= 0) {
-                    nextSocketCheck = now + 2_000;
-                    drainSocket();
+                    nextSocketCheck = drainSocket() ? 0 : now + RING_SOCKET_CHECK_NANOS;
                 }
             }
             if (!peerGoneReported) {
@@ -818,22 +819,21 @@ final class TcpQueuePair implements QueuePair {
 
     /** Rings the peer: one byte on the socket, which its epoll watches (it drains and ignores them). */
     private void doorbell() {
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             tx.doorbell();
-        } finally {
-            txLock.unlock();
         }
     }
 
     /** In ring mode the socket carries only doorbells and the end: drain them, and see whether the peer is gone. */
-    private void drainSocket() {
+    /** Ring mode: reads doorbell bytes; true when there were some (more may wait). */
+    private boolean drainSocket() {
         long n = Sockets.recv(fd, doorbells.address(), doorbells.byteSize());
         if (n == 0) {
             gone("the peer closed the connection");
         } else if (n < 0 && n != -Errno.EAGAIN && n != -Errno.EINTR) {
             gone("the socket failed: " + Errno.name((int) -n));
         }
+        return n > 0;
     }
 
     /** A recv returned {@code n} <= 0: true to go on reading, false when there is nothing now. */
@@ -1099,16 +1099,13 @@ final class TcpQueuePair implements QueuePair {
                 return true;
             }
             case UNMAP -> {
-                txLock.lock();
-                try {
+                synchronized (txLock) {
                     PeerRegion m = peerRegions.remove(fRkey);
                     mapRequested.remove(fRkey);
                     lastPeerRegion = null;
                     if (m != null) {
                         m.arena().close();
                     }
-                } finally {
-                    txLock.unlock();
                 }
                 return true;
             }
@@ -1213,12 +1210,9 @@ final class TcpQueuePair implements QueuePair {
     /** While a SEND waits for a receive, the socket is not read, so it must not wake the IO thread either. */
     private void watchIn(boolean on) {
         if (cq.channel != null) {
-            txLock.lock();
-            try {
+            synchronized (txLock) {
                 cq.channel.watch(fd, (on ? Sockets.EPOLLIN | Sockets.EPOLLRDHUP : 0)
                         | (watchingOut ? Sockets.EPOLLOUT : 0), false);
-            } finally {
-                txLock.unlock();
             }
         }
     }
@@ -1263,8 +1257,7 @@ final class TcpQueuePair implements QueuePair {
         TcpSameHost support = sameHost;
         TcpMemoryRegistration r = registrations.lookup(fRkey);
         long[] where = support == null || r == null ? null : support.locate(r.memory());
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             if (where == null) {
                 frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, fRkey, 0, 0, 0);
             } else {
@@ -1273,8 +1266,6 @@ final class TcpQueuePair implements QueuePair {
                         r.memory().byteSize(), where[1]);
             }
             finishTransmit();
-        } finally {
-            txLock.unlock();
         }
     }
 
@@ -1297,8 +1288,7 @@ final class TcpQueuePair implements QueuePair {
             a.close();
             return;
         }
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             if (closed) {
                 a.close();
                 return;
@@ -1308,21 +1298,16 @@ final class TcpQueuePair implements QueuePair {
             if (old != null) {
                 old.arena().close();
             }
-        } finally {
-            txLock.unlock();
         }
     }
 
     /** Our region {@code key} was closed: the peer must stop reaching it directly. Any thread. */
     void sendUnmap(int key) {
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             if (!closed && started && !peerGoneReported) {
                 frameHeader(UNMAP, 0, 0, 0, 0, 0, key, 0, 0, 0);
                 finishTransmit();
             }
-        } finally {
-            txLock.unlock();
         }
     }
 
@@ -1341,13 +1326,10 @@ final class TcpQueuePair implements QueuePair {
                 return;
             }
         }
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             respondHeader(READ_RESPONSE, 0, length, fSeq, 0);
             tx.addPayload(fAddr, length, r);
             finishTransmit();
-        } finally {
-            txLock.unlock();
         }
     }
 
@@ -1372,12 +1354,9 @@ final class TcpQueuePair implements QueuePair {
         } finally {
             r.exit();
         }
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             respondHeader(ATOMIC_RESPONSE, 0, 0, fSeq, prior);
             finishTransmit();
-        } finally {
-            txLock.unlock();
         }
     }
 
@@ -1430,16 +1409,13 @@ final class TcpQueuePair implements QueuePair {
         if (refusing) {
             return;
         }
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             long a = ackReady;
             if (a > ackSentTx && !closed && started) {
                 ackSentTx = a;
                 frameHeader(ACK, 0, 0, 0, a, 0, 0, 0, 0, 0);
                 finishTransmit();
             }
-        } finally {
-            txLock.unlock();
         }
     }
 
@@ -1448,8 +1424,7 @@ final class TcpQueuePair implements QueuePair {
         LOG.log(System.Logger.Level.DEBUG, "tcp QP {0}: refused {1} {2}: {3} ({4})", qpNum, what, fSeq, reason,
                 WorkCompletion.statusName(status));
         refusing = true;
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             long a = ackReady;
             if (a > ackSentTx && a < fSeq) {
                 ackSentTx = a;
@@ -1457,8 +1432,6 @@ final class TcpQueuePair implements QueuePair {
             }
             frameHeader(NAK, 0, status, 0, fSeq, 0, 0, 0, 0, 0);
             finishTransmit();
-        } finally {
-            txLock.unlock();
         }
     }
 
@@ -1603,8 +1576,7 @@ final class TcpQueuePair implements QueuePair {
 
     /** Tells the peer we disconnect, after what is queued; any thread. */
     void sendDisconnect() {
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             if (closed || !started) {
                 return;
             }
@@ -1612,8 +1584,6 @@ final class TcpQueuePair implements QueuePair {
             finishTransmit();
             // A backlog still unsent is dropped by shutdown's FIN only after it; the socket keeps it.
             Sockets.shutdown(fd, Sockets.SHUT_WR);
-        } finally {
-            txLock.unlock();
         }
     }
 
@@ -1622,14 +1592,14 @@ final class TcpQueuePair implements QueuePair {
      * {@link TcpRegistrations#quiesce}. Any thread but one inside this QP's txLock of another QP.
      */
     void quiesce() {
-        txLock.lock();
-        txLock.unlock();
+        synchronized (txLock) {
+            // nothing: entering is the wait
+        }
     }
 
     /** Frees the QP (not the socket: its endpoint closes that). On the progress thread, or once it no longer polls. */
     void close() {
-        txLock.lock();
-        try {
+        synchronized (txLock) {
             if (closed) {
                 return;
             }
@@ -1662,8 +1632,6 @@ final class TcpQueuePair implements QueuePair {
                 parking.arena.close();
                 parking = null;
             }
-        } finally {
-            txLock.unlock();
         }
     }
 }
