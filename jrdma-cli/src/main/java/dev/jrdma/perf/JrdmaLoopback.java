@@ -59,19 +59,8 @@ final class JrdmaLoopback {
              LocalRegion mine = rdma.allocate(lat ? 8 : size);
              LocalRegion out = rdma.allocate(8)) {
             AtomicReference<Connection> accepted = new AtomicReference<>();
-            ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor()).build();
-            try (RdmaServer server = rdma.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), config,
-                    accepted::set)) {
-                System.out.println("ready " + server.address().getPort());
-                System.out.flush();
-                while (accepted.get() == null) {
-                    if (lat) {
-                        rdma.poll();
-                    } else {
-                        Thread.sleep(1);
-                    }
-                }
-                Connection c = accepted.get();
+            try (RdmaServer server = listenAndAnnounce(rdma, mine, accepted)) {
+                Connection c = awaitAccepted(rdma, accepted, lat);
                 if (!lat) {
                     while (c.state() == dev.jrdma.ConnectionState.ESTABLISHED) {
                         Thread.sleep(5);
@@ -108,6 +97,36 @@ final class JrdmaLoopback {
         return true;
     }
 
+    /** An Rdma whose one thread is the caller's (INLINE), spinning (POLLING): a latency loop's. */
+    static Rdma inlinePolling(String provider) {
+        return Rdma.builder().provider(provider).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE).build();
+    }
+
+    /**
+     * Listens on loopback with {@code mine}'s descriptor as the private data each client gets,
+     * and prints "ready PORT" for the parent process; connections go to {@code accepted}.
+     */
+    static RdmaServer listenAndAnnounce(Rdma rdma, LocalRegion mine, AtomicReference<Connection> accepted) {
+        ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor()).build();
+        RdmaServer server = rdma.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), config, accepted::set);
+        System.out.println("ready " + server.address().getPort());
+        System.out.flush();
+        return server;
+    }
+
+    /** Waits for the first connection: polling the caller's IO thread ({@code inline}), or sleeping. */
+    static Connection awaitAccepted(Rdma rdma, AtomicReference<Connection> accepted, boolean inline)
+            throws InterruptedException {
+        while (accepted.get() == null) {
+            if (inline) {
+                rdma.poll();
+            } else {
+                Thread.sleep(1);
+            }
+        }
+        return accepted.get();
+    }
+
     /** Counts completions; fails loudly on the first error. No allocation per operation. */
     static final class Counter implements CompletionHandler<Void, Object> {
         long completed;
@@ -125,8 +144,7 @@ final class JrdmaLoopback {
 
     /** write_lat client: the round-trip time of each of {@code iterations}, in ns. */
     static long[] writeLatency(String provider, int port, int iterations) {
-        try (Rdma rdma = Rdma.builder().provider(provider).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE)
-                .build();
+        try (Rdma rdma = inlinePolling(provider);
              LocalRegion mine = rdma.allocate(8);
              LocalRegion out = rdma.allocate(8)) {
             ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor()).build();
@@ -154,8 +172,7 @@ final class JrdmaLoopback {
 
     /** write_bw client: bytes per second over {@code count} writes of {@code size}, after {@code count / 2} untimed. */
     static double writeBandwidth(String provider, int port, int size, int count) {
-        try (Rdma rdma = Rdma.builder().provider(provider).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE)
-                .build();
+        try (Rdma rdma = inlinePolling(provider);
              LocalRegion src = rdma.allocate(size)) {
             try (Connection c = rdma.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port))) {
                 RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData()).slice(0, size);

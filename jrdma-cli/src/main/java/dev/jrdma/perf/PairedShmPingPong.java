@@ -7,7 +7,6 @@ import dev.jrdma.LocalRegion;
 import dev.jrdma.Rdma;
 import dev.jrdma.RdmaServer;
 import dev.jrdma.RemoteRegion;
-import dev.jrdma.runtime.CompletionMode;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -50,21 +49,13 @@ final class PairedShmPingPong {
     /** The server role: prints "ready PORT", then answers every block of one client. */
     static void serve(Path flags) throws Exception {
         try (Arena arena = Arena.ofShared();
-             Rdma rdma = Rdma.builder().provider("shm").completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE)
-                     .build();
+             Rdma rdma = JrdmaLoopback.inlinePolling("shm");
              LocalRegion mine = rdma.allocate(8);
              LocalRegion out = rdma.allocate(8)) {
             MemorySegment raw = RawShmPingPong.map(flags, arena);
             AtomicReference<Connection> accepted = new AtomicReference<>();
-            ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor()).build();
-            try (RdmaServer server = rdma.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), config,
-                    accepted::set)) {
-                System.out.println("ready " + server.address().getPort());
-                System.out.flush();
-                while (accepted.get() == null) {
-                    rdma.poll();
-                }
-                Connection c = accepted.get();
+            try (RdmaServer server = JrdmaLoopback.listenAndAnnounce(rdma, mine, accepted)) {
+                Connection c = JrdmaLoopback.awaitAccepted(rdma, accepted, true);
                 RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
                 JrdmaLoopback.Counter done = new JrdmaLoopback.Counter();
                 int spinsPerPoll = JrdmaLoopback.spinsPerPoll("shm");
@@ -97,8 +88,7 @@ final class PairedShmPingPong {
      */
     static long[] pingPong(int port, Path flags) throws Exception {
         try (Arena arena = Arena.ofShared();
-             Rdma rdma = Rdma.builder().provider("shm").completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE)
-                     .build();
+             Rdma rdma = JrdmaLoopback.inlinePolling("shm");
              LocalRegion mine = rdma.allocate(8);
              LocalRegion out = rdma.allocate(8)) {
             MemorySegment raw = RawShmPingPong.map(flags, arena);
