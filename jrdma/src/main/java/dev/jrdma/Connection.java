@@ -140,7 +140,7 @@ public final class Connection implements AutoCloseable {
             if (tearingDown && n == 0 && (drained() || System.nanoTime() > teardownDeadline)) {
                 release();
             }
-            return n;
+            return n + cq.takeServed();
         }
 
         @Override
@@ -843,9 +843,15 @@ public final class Connection implements AutoCloseable {
             waitingForSlot++;
             try {
                 if (io.isInline()) {
-                    // Nobody else drives progress: release the lock, poll, and look again.
-                    postLock.wait(0, 1);
-                    io.poll();
+                    // Progress is the caller's to drive: poll, keeping postLock (a callback of
+                    // this pass that posts here re-enters it), and look again at once. Only
+                    // while another thread is in a pass, give the lock up for a while: that
+                    // pass frees the slots, and its callbacks may post here.
+                    if (io.poll() == 0 && io.polledElsewhere()) {
+                        postLock.wait(1);
+                    } else {
+                        Thread.onSpinWait();
+                    }
                 } else {
                     // 1 ms at most: the completing thread reads waitingForSlot without a fence
                     // after freeing a slot, so a notify may be missed; the next look is then soon.

@@ -228,6 +228,11 @@ public final class IoThread implements AutoCloseable {
         return inline ? driver == Thread.currentThread() : Thread.currentThread() == thread;
     }
 
+    /** Inline: whether another thread is in a pass now (a {@link #poll} from this one returns 0 at once). */
+    public boolean polledElsewhere() {
+        return inPass != 0 && driver != Thread.currentThread();
+    }
+
     /** Runs {@code task} on this thread soon (at once if called on it). */
     public void execute(Runnable task) {
         if (inThisThread()) {

@@ -18,6 +18,8 @@ final class TcpCompletionQueue implements CompletionQueue {
     private int[] status, opcode, byteLen, imm;
     private boolean[] withImm;
     private int head, count;
+    /** Frames its queue pairs ended (applied, parked, or read as responses) since {@link #takeServed}; on the polling thread. */
+    int served;
     /**
      * The polling thread armed (about to sleep). Cleared by whoever wakes it, not by the thread:
      * it polls once more after arming, and clearing the flag then would lose the wake-up of a
@@ -90,6 +92,13 @@ final class TcpCompletionQueue implements CompletionQueue {
             n++;
             sink.onCompletion(wrId[i], status[i], opcode[i], byteLen[i], imm[i], withImm[i]);
         }
+        return n;
+    }
+
+    @Override
+    public int takeServed() {
+        int n = served;
+        served = 0;
         return n;
     }
 

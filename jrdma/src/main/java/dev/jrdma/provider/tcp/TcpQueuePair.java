@@ -1118,6 +1118,7 @@ final class TcpQueuePair implements QueuePair {
 
     /** The frame (and its payload) is done: complete what it completes. */
     private void endPayload() {
+        cq.served++;   // a pass that ends a frame did work, even when it completes nothing here
         if (payloadRegistration != null) {
             payloadRegistration.exit();
             payloadRegistration = null;
