@@ -4,35 +4,74 @@ import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.MemoryRegistration;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Registered memory of this process: the source or target of operations, and, through
- * {@link #toRemote()}, what peers may access. Slices share their parent's registration; closing
- * the parent deregisters it (any later remote use of its rkey fails) and frees its memory when
- * jrdma allocated it.
+ * {@link #toRemote()}, what peers may access.
+ *
+ * <p>Memory from {@link Rdma#allocate} is lent by the registered-memory pool: its chunk's
+ * registration serves local access only, and the first {@link #toRemote} registers just this
+ * region for the remote rights given (an exposure). Closing the region drops its exposures, so
+ * a peer's later operation with their rkeys fails with {@code RemoteAccessException}, and gives
+ * the memory back to the pool once no peer can reach it (shm: once each peer that mapped it
+ * said it let go). Memory from {@link Rdma#register} keeps its own registration, which closing
+ * drops.
+ *
+ * <p>Slices share their parent's registration and exposures and never outlive it: once the
+ * parent is closed, a slice (or the parent) refuses {@link #segment}, {@link #slice},
+ * {@link #toRemote} and every operation, with an exception saying so. Close a region only after
+ * the operations that use it completed: the memory goes back to the pool, and a transfer still
+ * under way would land in the next region lent from it.
  */
 public final class LocalRegion implements AutoCloseable {
+    private static final int REMOTE_MASK = AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC;
+    private static final VarHandle CLOSED;
+
+    static {
+        try {
+            CLOSED = MethodHandles.lookup().findVarHandle(LocalRegion.class, "closed", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final MemorySegment segment;
     private final MemoryRegistration registration;
     private final LocalRegion parent;
     private final AutoCloseable owner;
+    private final Rdma rdma;
+    /** Pooled: the registration is local-only, remote rights come from exposures. */
+    private final boolean pooled;
+    /** Root only: registrations of this region for remote rights, by (rights >> 1); guarded by this. */
+    private MemoryRegistration[] exposures;
     private volatile boolean closed;
     private volatile boolean directWriteToPmem;
 
-    LocalRegion(MemorySegment segment, MemoryRegistration registration, AutoCloseable owner) {
-        this(segment, registration, null, owner);
+    LocalRegion(MemorySegment segment, MemoryRegistration registration, AutoCloseable owner, Rdma rdma, boolean pooled) {
+        this(segment, registration, null, owner, rdma, pooled);
     }
 
-    private LocalRegion(MemorySegment segment, MemoryRegistration registration, LocalRegion parent, AutoCloseable owner) {
+    private LocalRegion(MemorySegment segment, MemoryRegistration registration, LocalRegion parent, AutoCloseable owner,
+                        Rdma rdma, boolean pooled) {
         this.segment = segment;
         this.registration = registration;
         this.parent = parent;
         this.owner = owner;
+        this.rdma = rdma;
+        this.pooled = pooled;
     }
 
-    /** The memory, to read and write from Java. */
+    /**
+     * The memory, to read and write from Java.
+     *
+     * @throws IllegalStateException when the region (or its parent) is closed
+     */
     public MemorySegment segment() {
+        checkOpen("segment");
         return segment;
     }
 
@@ -48,18 +87,25 @@ public final class LocalRegion implements AutoCloseable {
         return registration.lkey();
     }
 
+    /** The rkey peers reach this region with, with the default rights ({@link #toRemote()}'s). */
     public int rkey() {
-        return registration.rkey();
+        return toRemote().rkey();
     }
 
     boolean allows(int accessBit) {
         return (registration.access() & accessBit) != 0;
     }
 
-    /** {@code length} bytes at {@code offset}, sharing this registration. */
+    /**
+     * {@code length} bytes at {@code offset}, sharing this registration.
+     *
+     * @throws IndexOutOfBoundsException when the range is not inside this region
+     * @throws IllegalStateException when the region is closed
+     */
     public LocalRegion slice(long offset, long length) {
+        checkOpen("slice");
         Objects.checkFromIndexSize(offset, length, segment.byteSize());
-        return new LocalRegion(segment.asSlice(offset, length), registration, root(), null);
+        return new LocalRegion(segment.asSlice(offset, length), registration, root(), null, rdma, pooled);
     }
 
     private LocalRegion root() {
@@ -70,13 +116,80 @@ public final class LocalRegion implements AutoCloseable {
         return root().closed;
     }
 
-    /** What a peer needs to access this region: address, length, rkey and the access granted. */
-    public RemoteRegion toRemote() {
-        int remoteBits = registration.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC);
-        if (root().directWriteToPmem) {
-            remoteBits |= RemoteRegion.DIRECT_WRITE_TO_PMEM;
+    private void checkOpen(String what) {
+        if (root().closed) {
+            throw new IllegalStateException(what + ": this region is closed" + (parent != null ? " (its parent was closed)" : "")
+                    + ": " + this);
         }
-        return new RemoteRegion(segment.address(), segment.byteSize(), registration.rkey(), remoteBits);
+    }
+
+    /**
+     * What a peer needs to access this region: address, length, rkey and the access granted:
+     * read, write and atomics, as far as this {@code Rdma}'s
+     * {@link Rdma.Builder#maxRemoteAccess maxRemoteAccess} allows (for registered memory: what it
+     * was registered with).
+     */
+    public RemoteRegion toRemote() {
+        checkOpen("toRemote");
+        int rights = pooled ? rdma.maxRemoteAccessBits() : registration.access() & REMOTE_MASK;
+        return toRemoteWith(rights);
+    }
+
+    /**
+     * This region for peers with exactly {@code rights} (REMOTE_READ, REMOTE_WRITE,
+     * REMOTE_ATOMIC): a peer's operation that needs more fails at this side's device with
+     * {@code RemoteAccessException}, and before posting at a jrdma peer.
+     *
+     * @throws IllegalArgumentException when a right is not remote, is beyond
+     *         {@link Rdma.Builder#maxRemoteAccess maxRemoteAccess}, or (registered memory) was not registered
+     */
+    public RemoteRegion toRemote(Access... rights) {
+        checkOpen("toRemote");
+        int bits = Access.bits(rights);
+        if ((bits & ~REMOTE_MASK) != 0) {
+            throw new IllegalArgumentException("toRemote: grants remote rights only (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC), not "
+                    + AccessFlags.names(bits & ~REMOTE_MASK));
+        }
+        int beyond = bits & ~rdma.maxRemoteAccessBits();
+        if (beyond != 0) {
+            throw new IllegalArgumentException("toRemote: " + AccessFlags.names(beyond)
+                    + " is beyond what this Rdma lets peers have (maxRemoteAccess " + AccessFlags.names(rdma.maxRemoteAccessBits()) + ")");
+        }
+        if (!pooled && (bits & ~registration.access()) != 0) {
+            throw new IllegalArgumentException("toRemote: the region was registered without " + AccessFlags.names(bits & ~registration.access())
+                    + " (it has " + AccessFlags.names(registration.access()) + ")");
+        }
+        return toRemoteWith(bits);
+    }
+
+    private RemoteRegion toRemoteWith(int rights) {
+        int granted = rights;
+        if (root().directWriteToPmem) {
+            granted |= RemoteRegion.DIRECT_WRITE_TO_PMEM;
+        }
+        return new RemoteRegion(segment.address(), segment.byteSize(), root().exposure(rights).rkey(), granted);
+    }
+
+    /** The registration peers use for {@code rights}; registered on first use (root only). */
+    private synchronized MemoryRegistration exposure(int rights) {
+        if (closed) {
+            throw new IllegalStateException("toRemote: this region is closed: " + this);
+        }
+        if (!pooled && rights == (registration.access() & REMOTE_MASK)) {
+            return registration;
+        }
+        if (exposures == null) {
+            exposures = new MemoryRegistration[8];
+        }
+        int i = rights >> 1;
+        MemoryRegistration e = exposures[i];
+        if (e == null) {
+            // Remote write and atomics need local write (a verbs rule); a read-only exposure does not.
+            int access = rights | ((rights & (AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0 ? AccessFlags.LOCAL_WRITE : 0);
+            e = rdma.registerExposure(segment, access);
+            exposures[i] = e;
+        }
+        return e;
     }
 
     /**
@@ -90,26 +203,74 @@ public final class LocalRegion implements AutoCloseable {
         return this;
     }
 
-    /** Deregisters (for a slice: nothing, the parent owns the registration). */
+    /**
+     * Drops the region's registrations (any later remote use of their rkeys fails) and gives its
+     * memory back (for a slice: nothing, the parent owns it). Idempotent and thread-safe.
+     */
     @Override
     public void close() {
-        if (parent != null || closed) {
+        if (parent != null || !CLOSED.compareAndSet(this, false, true)) {
             return;
         }
-        closed = true;
-        registration.close();
+        rdma.untrack(this);
+        MemoryRegistration[] open;
+        synchronized (this) {
+            open = exposures;
+            exposures = null;
+        }
+        int n = 0;
+        if (open != null) {
+            for (MemoryRegistration e : open) {
+                n += e == null ? 0 : 1;
+            }
+        }
+        RuntimeException failure = null;
+        if (!pooled) {
+            try {
+                registration.close();
+            } catch (RuntimeException e) {
+                failure = e;
+            }
+        }
+        if (n == 0) {
+            closeOwner();
+        } else {
+            // The memory goes back only when no peer can reach it through any exposure.
+            AtomicInteger left = new AtomicInteger(n);
+            for (MemoryRegistration e : open) {
+                if (e == null) {
+                    continue;
+                }
+                try {
+                    e.close();
+                } catch (RuntimeException x) {
+                    failure = failure == null ? x : failure;
+                }
+                e.whenReleasedByPeers(() -> {
+                    if (left.decrementAndGet() == 0) {
+                        closeOwner();
+                    }
+                });
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    private void closeOwner() {
         if (owner != null) {
             try {
                 owner.close();
             } catch (Exception e) {
-                throw new IllegalStateException(e);
+                throw new IllegalStateException("freeing the memory of " + this + " failed", e);
             }
         }
     }
 
     @Override
     public String toString() {
-        return String.format("LocalRegion[address=0x%x, length=%d, lkey=0x%x, access=%s]", segment.address(),
-                segment.byteSize(), registration.lkey(), AccessFlags.names(registration.access()));
+        return String.format("LocalRegion[address=0x%x, length=%d, lkey=0x%x, %s]", segment.address(),
+                segment.byteSize(), registration.lkey(), pooled ? "pooled" : "access=" + AccessFlags.names(registration.access()));
     }
 }

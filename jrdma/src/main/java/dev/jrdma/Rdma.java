@@ -3,8 +3,11 @@ package dev.jrdma;
 import dev.jrdma.exceptions.ProviderUnavailableException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.RdmaTimeoutException;
+import dev.jrdma.memory.PooledBlock;
+import dev.jrdma.memory.RegisteredMemoryPool;
 import dev.jrdma.runtime.CompletionMode;
 import dev.jrdma.runtime.IoThread;
+import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CmEventHandler;
 import dev.jrdma.spi.CmListener;
@@ -12,10 +15,10 @@ import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.DeviceCapabilities;
+import dev.jrdma.spi.MemoryRegistration;
 import dev.jrdma.spi.Provider;
 import dev.jrdma.spi.Providers;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
@@ -63,6 +66,10 @@ public final class Rdma implements AutoCloseable {
     private final java.util.Map<Integer, Connection> byQpNum = new ConcurrentHashMap<>();
     private final Consumer<DeviceEvent> onDeviceEvent;
     private volatile boolean closed;
+    /** Registered memory for {@link #allocate}: chunks registered for local access; peers get exposures. */
+    private final RegisteredMemoryPool pool;
+    private final int maxRemoteAccess;
+    private static final int REMOTE_ACCESS = AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC;
 
     private Rdma(Builder b) {
         Chosen chosen = b.chooseAndOpen();
@@ -70,6 +77,8 @@ public final class Rdma implements AutoCloseable {
         this.device = chosen.device();
         this.providerChoice = chosen.reason();
         this.onDeviceEvent = b.onDeviceEvent;
+        this.maxRemoteAccess = b.maxRemoteAccess;
+        this.pool = new RegisteredMemoryPool(device, AccessFlags.LOCAL_WRITE);
         int n = Math.max(1, b.ioThreads);
         this.io = new IoThread[n];
         this.channels = new CompletionChannel[n];
@@ -196,33 +205,42 @@ public final class Rdma implements AutoCloseable {
 
     // ---------------------------------------------------------------- memory
 
-    /** {@code size} zeroed bytes, registered for local write and remote read, write and atomics. */
+    /**
+     * {@code size} zeroed bytes of registered memory, lent by the pool (no registration of its
+     * own: allocating and closing cost no system call). Peers reach it through {@link LocalRegion#toRemote()}.
+     *
+     * @throws IllegalArgumentException when {@code size} is not positive
+     */
     public LocalRegion allocate(long size) {
-        checkOpen();
-        if (size <= 0) {
-            throw new IllegalArgumentException("allocate: size must be positive, not " + size);
-        }
-        dev.jrdma.spi.ShareableMemory shared = device.allocateShareable(size);
-        if (shared != null) {
-            try {
-                MemorySegment seg = shared.segment().asSlice(0, size);
-                return track(new LocalRegion(seg, device.register(seg, Access.bits(Access.values())), shared));
-            } catch (RuntimeException e) {
-                shared.close();
-                throw e;
-            }
-        }
-        Arena arena = Arena.ofShared();
-        try {
-            MemorySegment seg = arena.allocate(size, 64);
-            return track(new LocalRegion(seg, device.register(seg, Access.bits(Access.values())), arena));
-        } catch (RuntimeException e) {
-            arena.close();
-            throw e;
-        }
+        return allocate(size, true, "allocate");
     }
 
-    /** Registers memory the application owns (it stays the owner: closing the region only deregisters). */
+    /**
+     * Like {@link #allocate} but not zeroed, which saves writing {@code size} bytes. Unsafe in
+     * the sense that the memory holds what the block's previous user left there: data of this
+     * process, which a peer given {@link LocalRegion#toRemote() read access} before every byte
+     * was written over can read. Use it for buffers that are filled completely before use.
+     */
+    public LocalRegion allocateUninitialized(long size) {
+        return allocate(size, false, "allocateUninitialized");
+    }
+
+    private LocalRegion allocate(long size, boolean zero, String op) {
+        checkOpen();
+        if (size <= 0) {
+            throw new IllegalArgumentException(op + ": size must be positive, not " + size);
+        }
+        PooledBlock block = pool.allocate(size, zero);
+        return track(new LocalRegion(block.segment(), block.registration(), block, this, true));
+    }
+
+    /**
+     * Registers memory the application owns (it stays the owner: closing the region only
+     * deregisters). Native memory only: an Arena's or a mapped file's.
+     *
+     * @throws IllegalArgumentException for a heap segment, for REMOTE_WRITE or REMOTE_ATOMIC
+     *         without LOCAL_WRITE, and for remote rights beyond {@link Builder#maxRemoteAccess}
+     */
     public LocalRegion register(MemorySegment segment, Access... access) {
         checkOpen();
         Objects.requireNonNull(segment, "segment");
@@ -233,7 +251,27 @@ public final class Rdma implements AutoCloseable {
         if ((bits & (Access.REMOTE_WRITE.bit | Access.REMOTE_ATOMIC.bit)) != 0 && (bits & Access.LOCAL_WRITE.bit) == 0) {
             throw new IllegalArgumentException("register: REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE too (a verbs rule)");
         }
-        return track(new LocalRegion(segment, device.register(segment, bits), null));
+        int beyond = bits & REMOTE_ACCESS & ~maxRemoteAccess;
+        if (beyond != 0) {
+            throw new IllegalArgumentException("register: " + AccessFlags.names(beyond)
+                    + " is beyond what this Rdma lets peers have (maxRemoteAccess " + AccessFlags.names(maxRemoteAccess) + ")");
+        }
+        return track(new LocalRegion(segment, device.register(segment, bits), null, this, false));
+    }
+
+    /** The remote rights a region may grant ({@link Builder#maxRemoteAccess}), as access bits. */
+    int maxRemoteAccessBits() {
+        return maxRemoteAccess;
+    }
+
+    /** A registration of {@code segment} for peers (a pooled region's exposure). */
+    MemoryRegistration registerExposure(MemorySegment segment, int access) {
+        checkOpen();
+        return device.register(segment, access);
+    }
+
+    void untrack(LocalRegion r) {
+        regions.remove(r);
     }
 
     private LocalRegion track(LocalRegion r) {
@@ -511,6 +549,7 @@ public final class Rdma implements AutoCloseable {
         for (LocalRegion r : List.copyOf(regions)) {
             r.close();
         }
+        pool.close();
         device.close();
     }
 
@@ -522,11 +561,30 @@ public final class Rdma implements AutoCloseable {
         private int ioThreads = 1;
         private int[] cpus = new int[0];
         private Consumer<DeviceEvent> onDeviceEvent;
+        private int maxRemoteAccess = REMOTE_ACCESS;
 
         private Builder() {
         }
 
-        /** "auto" (default), "verbs"; "tcp" and "shm" are not in this build yet. */
+        /**
+         * The most a peer may be granted on this instance's memory (async-rdma's access limit):
+         * {@link LocalRegion#toRemote()} grants these rights, {@link LocalRegion#toRemote(Access...)}
+         * and {@link Rdma#register} refuse more. Default: REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC;
+         * none at all is allowed (memory that only this side's operations use).
+         *
+         * @throws IllegalArgumentException for LOCAL_WRITE, which is not a remote right
+         */
+        public Builder maxRemoteAccess(Access... rights) {
+            int bits = Access.bits(rights);
+            if ((bits & ~REMOTE_ACCESS) != 0) {
+                throw new IllegalArgumentException("maxRemoteAccess takes remote rights (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC), not "
+                        + AccessFlags.names(bits & ~REMOTE_ACCESS));
+            }
+            maxRemoteAccess = bits;
+            return this;
+        }
+
+        /** "auto" (default), "verbs", "tcp" or "shm". */
         public Builder provider(String name) {
             provider = Objects.requireNonNull(name, "provider");
             return this;

@@ -108,4 +108,78 @@ class ShmDirectAccessTest {
             }
         }
     }
+
+    /**
+     * A peer reaches an exposed region without the owner's CPU, so closing it cannot stop a
+     * write of the peer's already on its way: the pool keeps the memory back until the peer
+     * says it unmapped it, and no region lent meanwhile sees that write.
+     */
+    @Test
+    @Timeout(60)
+    void aClosedRegionIsNotLentAgainUntilThePeerLetGoOfIt() throws Exception {
+        long size = 64 << 10;   // a class the pool does not cache per thread: freed to its shared stack
+        try (Rdma server = Rdma.builder().provider("shm").ioThreads(Rdma.INLINE).build();
+             Rdma client = Rdma.builder().provider("shm").ioThreads(Rdma.INLINE).build()) {
+            LocalRegion exposed = server.allocate(size);
+            long at = exposed.address();
+            RemoteRegion rr = exposed.toRemote();
+            AtomicReference<Connection> accepted = new AtomicReference<>();
+            RdmaServer l = server.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), accepted::set);
+            CompletableFuture<Connection> cf = client.connectAsync(l.address(), ConnectionConfig.defaults());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+            while (!(cf.isDone() && accepted.get() != null) && System.nanoTime() < deadline) {
+                server.poll();
+                client.poll();
+            }
+            Connection c = cf.get(0, TimeUnit.SECONDS);
+            LocalRegion buf = client.allocate(64);
+            buf.segment().fill((byte) 7);
+            // The first touch maps the region (both sides polled), the second goes direct.
+            CompletableFuture<Void> first = c.write(buf, rr.slice(0, 64));
+            while (!first.isDone() && System.nanoTime() < deadline) {
+                server.poll();
+                client.poll();
+            }
+            first.get(0, TimeUnit.SECONDS);
+            for (int i = 0; i < 1000; i++) {
+                server.poll();
+                client.poll();
+            }
+            CompletableFuture<Void> direct = c.write(buf, rr.slice(64, 64));
+            client.poll();
+            direct.get(0, TimeUnit.SECONDS);
+            // The owner closes it; the client has not read the unmap yet (it does not poll).
+            exposed.close();
+            LocalRegion meanwhile = server.allocate(size);
+            assertTrue(meanwhile.address() != at, "lent again before the peer let go");
+            CompletableFuture<Void> late = c.write(buf, rr.slice(128, 64));   // still mapped at the peer: lands in the old block
+            client.poll();
+            late.get(0, TimeUnit.SECONDS);
+            assertEquals(-1, meanwhile.segment().mismatch(MemorySegment.ofArray(new byte[(int) size])), "the new region untouched");
+            meanwhile.close();
+            // The client reads the unmap and answers; the server reads the answer: the block comes back.
+            boolean back = false;
+            while (!back && System.nanoTime() < deadline) {
+                client.poll();
+                server.poll();
+                LocalRegion probe = server.allocate(size);
+                back = probe.address() == at;
+                if (back) {
+                    for (long i = 0; i < size; i += 512) {
+                        assertEquals(0, probe.segment().get(ValueLayout.JAVA_BYTE, i), "zeroed when lent again");
+                    }
+                }
+                probe.close();
+            }
+            assertTrue(back, "the block came back once the peer let go");
+            // And the peer's access to it now fails.
+            CompletableFuture<Void> after = c.write(buf, rr.slice(0, 64));
+            while (!after.isDone() && System.nanoTime() < deadline) {
+                client.poll();
+                server.poll();
+            }
+            ExecutionException e = assertThrows(ExecutionException.class, () -> after.get(0, TimeUnit.SECONDS));
+            assertInstanceOf(RemoteAccessException.class, e.getCause());
+        }
+    }
 }

@@ -16,4 +16,15 @@ public interface MemoryRegistration extends AutoCloseable {
     /** Deregisters: later use of its keys, local or remote, fails. Idempotent. */
     @Override
     void close();
+
+    /**
+     * After {@link #close}: runs {@code then} once nothing outside this process can reach the
+     * memory any more, so that it may be reused. At once where deregistering revokes access
+     * (verbs: the device refuses the rkey; tcp: the progress thread checks it); for memory that
+     * same-host peers mapped (shm), once each of them said it unmapped it, or its connection ended.
+     * Runs on the calling thread or on an IO thread.
+     */
+    default void whenReleasedByPeers(Runnable then) {
+        then.run();
+    }
 }

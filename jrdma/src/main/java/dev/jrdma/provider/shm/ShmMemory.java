@@ -22,14 +22,12 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
- * Shareable memory for the shm provider: memfds ({@code memfd_create}) mapped shared here.
- * Allocations up to {@value #SMALL} bytes are carved from 4 MiB chunks (a memfd per small
- * allocation would cost a dozen system calls each), larger ones get a memfd of their own. This
- * is not yet the registered-memory pool: a chunk is bump-allocated and freed only when all its
- * pieces are closed. A peer of this host opens it as {@code /proc/PID/fd/FD}
- * (which the kernel allows to the same user) and maps it too; the pages live as long as
- * either side maps them, so a peer that dies or unmaps late never leaves the other with
- * freed memory, and nothing is left in /dev/shm when a process dies.
+ * Shareable memory for the shm provider: memfds ({@code memfd_create}) mapped shared here, a
+ * memfd per allocation. The registered-memory pool asks for whole chunks (4 MiB, or one large
+ * region), so this is a dozen system calls per chunk, not per buffer. A peer of this host opens
+ * it as {@code /proc/PID/fd/FD} (which the kernel allows to the same user) and maps it too; the
+ * pages live as long as either side maps them, so a peer that dies or unmaps late never leaves
+ * the other with freed memory, and nothing is left in /dev/shm when a process dies.
  */
 final class ShmMemory implements TcpSameHost {
     private static final Linker LINKER = Linker.nativeLinker();
@@ -55,93 +53,46 @@ final class ShmMemory implements TcpSameHost {
         return null;
     }
 
-    /** Allocations up to this size are carved out of shared chunks; larger ones get a memfd each. */
-    static final long SMALL = 1 << 20;
-    private static final long CHUNK = 4 << 20;
-    /** The chunk small allocations come from now (bump allocation: memory is never reused, so it is zero). */
-    private Shared current;
-    private long currentUsed;
-
-    /** One memfd, mapped here; freed when nothing carved from it is live and no new allocation comes from it. */
-    private final class Shared {
+    /** One memfd, mapped here; freed when its allocation is closed. */
+    private final class Shared implements ShareableMemory {
         final int fd;
         final Arena arena;
         final MemorySegment segment;
-        int live;
+        private final MemorySegment asked;
+        private boolean closed;
 
-        Shared(int fd, Arena arena, MemorySegment segment) {
+        Shared(int fd, Arena arena, MemorySegment segment, long size) {
             this.fd = fd;
             this.arena = arena;
             this.segment = segment;
-        }
-
-        void free() {
-            if (byAddress.remove(segment.address(), this)) {
-                arena.close();
-                dev.jrdma.provider.tcp.ffi.Sockets.close(fd);
-            }
-        }
-    }
-
-    /** A piece of a memfd, handed to Rdma.allocate. */
-    private final class Piece implements ShareableMemory {
-        private final Shared owner;
-        private final MemorySegment segment;
-        private boolean closed;
-
-        Piece(Shared owner, MemorySegment segment) {
-            this.owner = owner;
-            this.segment = segment;
+            this.asked = segment.asSlice(0, size);
         }
 
         @Override
         public MemorySegment segment() {
-            return segment;
+            return asked;
         }
 
         @Override
-        public void close() {
-            synchronized (ShmMemory.this) {
-                if (closed) {
-                    return;
-                }
-                closed = true;
-                if (--owner.live == 0 && owner != current) {   // (current is null once the device closed)
-                    owner.free();
-                }
+        public synchronized void close() {
+            if (closed) {
+                return;
             }
+            closed = true;
+            byAddress.remove(segment.address(), this);
+            arena.close();
+            dev.jrdma.provider.tcp.ffi.Sockets.close(fd);
         }
     }
 
     @Override
-    public synchronized ShareableMemory allocate(long size) {
-        long rounded = (size + 63) & ~63L;
-        if (rounded > SMALL) {
-            Shared s = memfd(size);
-            s.live = 1;
-            return new Piece(s, s.segment);
-        }
-        if (current == null || currentUsed + rounded > current.segment.byteSize()) {
-            Shared old = current;
-            current = memfd(CHUNK);
-            currentUsed = 0;
-            if (old != null && old.live == 0) {
-                old.free();
-            }
-        }
-        MemorySegment piece = current.segment.asSlice(currentUsed, rounded);
-        currentUsed += rounded;
-        current.live++;
-        return new Piece(current, piece);
+    public ShareableMemory allocate(long size) {
+        return memfd(size);
     }
 
     @Override
-    public synchronized void close() {
-        Shared c = current;
-        current = null;
-        if (c != null && c.live == 0) {
-            c.free();
-        }
+    public void close() {
+        // Nothing of its own: each allocation is closed by its owner.
     }
 
     /** A new memfd of at least {@code size} bytes (whole pages), mapped here. */
@@ -162,7 +113,7 @@ final class ShmMemory implements TcpSameHost {
             try (FileChannel ch = FileChannel.open(Path.of("/proc/self/fd/" + fd), StandardOpenOption.READ,
                     StandardOpenOption.WRITE)) {
                 MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, pages, arena);
-                Shared s = new Shared(fd, arena, seg);
+                Shared s = new Shared(fd, arena, seg, size);
                 byAddress.put(seg.address(), s);
                 return s;
             } catch (IOException | RuntimeException e) {

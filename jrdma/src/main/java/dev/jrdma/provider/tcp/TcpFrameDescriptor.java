@@ -60,9 +60,11 @@ public final class TcpFrameDescriptor {
      * {@code rkey}? MAP_RESPONSE: status 0 and, for {@code rkey}, its base address (remote
      * address), length (compare/add), access (sequence), the fd to open in the owner's process
      * (imm) and the region's offset in it (swap); status 1: not shareable, keep the socket.
-     * UNMAP: region {@code rkey} was closed; drop its mapping.
+     * UNMAP: region {@code rkey} was closed; drop its mapping. UNMAP_ACK: the mapping of
+     * region {@code rkey} is dropped, nothing of this side touches it any more (its owner
+     * may reuse the memory).
      */
-    public static final byte MAP_REQUEST = 33, MAP_RESPONSE = 34, UNMAP = 35;
+    public static final byte MAP_REQUEST = 33, MAP_RESPONSE = 34, UNMAP = 35, UNMAP_ACK = 36;
 
     /** The request wants its completion reported (an ACK up to here). */
     public static final int FLAG_ACK_REQUESTED = 1;
@@ -158,6 +160,7 @@ public final class TcpFrameDescriptor {
             case MAP_REQUEST -> "MAP_REQUEST";
             case MAP_RESPONSE -> "MAP_RESPONSE";
             case UNMAP -> "UNMAP";
+            case UNMAP_ACK -> "UNMAP_ACK";
             default -> "unknown type " + type;
         };
     }

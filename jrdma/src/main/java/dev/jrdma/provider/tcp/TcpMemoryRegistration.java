@@ -21,6 +21,10 @@ final class TcpMemoryRegistration implements MemoryRegistration {
     private final int access;
     private final AtomicInteger inside = new AtomicInteger();
     private volatile boolean closed;
+    /** While closing: the close itself, and the peers told to unmap that have not said so; guarded by this. */
+    private int peersHolding;
+    /** What runs when peersHolding reaches 0 after close; guarded by this. */
+    private Runnable released;
     /** Queue pairs whose peers mapped this region (same host): told when it closes. */
     private final java.util.concurrent.CopyOnWriteArrayList<TcpQueuePair> sharedWith =
             new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -82,16 +86,24 @@ final class TcpMemoryRegistration implements MemoryRegistration {
 
     @Override
     public void close() {
-        if (closed) {
-            return;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            peersHolding = 1;   // this close, until it has told every peer
         }
-        closed = true;
         table.remove(this);
-        // Peers that reach it directly stop: they go back to asking us (and are refused).
-        // An operation of theirs already under way still lands in the shared pages, which
-        // stay valid memory as long as any process maps them.
+        // Peers that reach it directly stop: they go back to asking us (and are refused), and
+        // say when they have (whenReleasedByPeers). An operation of theirs under way until then
+        // still lands in the shared pages, which stay valid memory while any process maps them.
         for (TcpQueuePair qp : sharedWith) {
-            qp.sendUnmap(key);
+            synchronized (this) {
+                peersHolding++;
+            }
+            if (!qp.sendUnmap(this)) {
+                peerLetGo();
+            }
         }
         sharedWith.clear();
         // Both sides use sequentially consistent operations (volatile write, then read of the
@@ -100,6 +112,39 @@ final class TcpMemoryRegistration implements MemoryRegistration {
             Thread.onSpinWait();
         }
         table.quiesce();   // direct operations on posting threads do not enter: wait them out
+        peerLetGo();
+    }
+
+    /** A peer told to unmap it did (or its connection ended); the last one runs what waits. */
+    void peerLetGo() {
+        Runnable run = null;
+        synchronized (this) {
+            if (--peersHolding == 0) {
+                run = released;
+                released = null;
+            }
+        }
+        if (run != null) {
+            run.run();
+        }
+    }
+
+    @Override
+    public void whenReleasedByPeers(Runnable then) {
+        synchronized (this) {
+            if (!closed) {
+                throw new IllegalStateException("whenReleasedByPeers: " + this + " is not closed");
+            }
+            if (peersHolding != 0) {
+                Runnable before = released;
+                released = before == null ? then : () -> {
+                    before.run();
+                    then.run();
+                };
+                return;
+            }
+        }
+        then.run();
     }
 
     @Override

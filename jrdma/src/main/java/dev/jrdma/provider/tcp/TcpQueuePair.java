@@ -107,6 +107,8 @@ final class TcpQueuePair implements QueuePair {
     private long peerPid;
     private final java.util.Map<Integer, PeerRegion> peerRegions = new java.util.HashMap<>();
     private final java.util.Set<Integer> mapRequested = new java.util.HashSet<>();
+    /** Our closed regions the peer was told to unmap and has not said it did; under txLock. */
+    private final java.util.Map<Integer, TcpMemoryRegistration> awaitingUnmap = new java.util.HashMap<>();
     private long nextSocketCheck;
     /**
      * Ring mode: how long the socket goes unread after a look found nothing. It carries only
@@ -1106,6 +1108,21 @@ final class TcpQueuePair implements QueuePair {
                     if (m != null) {
                         m.arena().close();
                     }
+                    // Direct operations run under txLock: none is under way, none comes after.
+                    if (!closed) {
+                        frameHeader(UNMAP_ACK, 0, 0, 0, 0, 0, fRkey, 0, 0, 0);
+                        finishTransmit();
+                    }
+                }
+                return true;
+            }
+            case UNMAP_ACK -> {
+                TcpMemoryRegistration r;
+                synchronized (txLock) {
+                    r = awaitingUnmap.remove(fRkey);
+                }
+                if (r != null) {
+                    r.peerLetGo();
                 }
                 return true;
             }
@@ -1257,7 +1274,10 @@ final class TcpQueuePair implements QueuePair {
     private void answerMap() {
         TcpSameHost support = sameHost;
         TcpMemoryRegistration r = registrations.lookup(fRkey);
-        long[] where = support == null || r == null ? null : support.locate(r.memory());
+        // Memory registered for local access only (the pool's chunks) is never mapped by a peer.
+        long[] where = support == null || r == null
+                || (r.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) == 0
+                ? null : support.locate(r.memory());
         synchronized (txLock) {
             if (where == null) {
                 frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, fRkey, 0, 0, 0);
@@ -1302,13 +1322,32 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
-    /** Our region {@code key} was closed: the peer must stop reaching it directly. Any thread. */
-    void sendUnmap(int key) {
+    /**
+     * Our region {@code r} was closed: the peer must stop reaching it directly, and say when it
+     * has (UNMAP_ACK: then {@link TcpMemoryRegistration#peerLetGo}). False when the connection
+     * is over (nothing was sent; the peer no longer posts on it). Any thread.
+     */
+    boolean sendUnmap(TcpMemoryRegistration r) {
         synchronized (txLock) {
             if (!closed && started && !peerGoneReported) {
-                frameHeader(UNMAP, 0, 0, 0, 0, 0, key, 0, 0, 0);
+                awaitingUnmap.put(r.rkey(), r);
+                frameHeader(UNMAP, 0, 0, 0, 0, 0, r.rkey(), 0, 0, 0);
                 finishTransmit();
+                return true;
             }
+            return false;
+        }
+    }
+
+    /** The connection is over: the peer posts no more on it, so it holds none of our regions. */
+    private void releaseAwaitingUnmap() {
+        java.util.List<TcpMemoryRegistration> all;
+        synchronized (txLock) {
+            all = java.util.List.copyOf(awaitingUnmap.values());
+            awaitingUnmap.clear();
+        }
+        for (TcpMemoryRegistration r : all) {
+            r.peerLetGo();
         }
     }
 
@@ -1565,6 +1604,7 @@ final class TcpQueuePair implements QueuePair {
         if (cq.channel != null) {
             cq.channel.unwatch(fd);
         }
+        releaseAwaitingUnmap();
         events.peerGone(reason);
     }
 
@@ -1634,5 +1674,6 @@ final class TcpQueuePair implements QueuePair {
                 parking = null;
             }
         }
+        releaseAwaitingUnmap();
     }
 }
