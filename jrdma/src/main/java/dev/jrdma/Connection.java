@@ -341,6 +341,51 @@ public final class Connection implements AutoCloseable {
         return f;
     }
 
+    // ---------------------------------------------------------------- regions
+
+    /**
+     * Hands {@code region} to the peer (async-rdma's {@code send_remote_mr}): its descriptor goes
+     * as one message, which the peer takes with {@link #receiveRegion()}. To lend it for a while
+     * only, send a {@link LocalRegion#lease lease}.
+     */
+    public CompletableFuture<Void> sendRegion(RemoteRegion region) {
+        Objects.requireNonNull(region, "region");
+        byte[] d = region.toDescriptor();
+        LocalRegion msg = rdma.allocateUninitialized(d.length);
+        MemorySegment.copy(d, 0, msg.segment(), ValueLayout.JAVA_BYTE, 0, d.length);
+        CompletableFuture<Void> sent;
+        try {
+            sent = send(msg);
+        } catch (RuntimeException e) {
+            msg.close();
+            throw e;
+        }
+        return sent.whenComplete((v, e) -> msg.close());
+    }
+
+    /** {@link #sendRegion(RemoteRegion)} of {@code region.toRemote()}: the peer gets its default rights. */
+    public CompletableFuture<Void> sendRegion(LocalRegion region) {
+        return sendRegion(region.toRemote());
+    }
+
+    /**
+     * The next received message, read as a region descriptor the peer sent with
+     * {@link #sendRegion}. A message that is not one (wrong size, magic, version or checksum)
+     * fails the future with an {@code IllegalArgumentException} saying what is wrong; it is
+     * consumed, and the connection stays up.
+     */
+    public CompletableFuture<RemoteRegion> receiveRegion() {
+        return receive().thenApply(m -> {
+            try (m) {
+                if (m.byteCount() > RemoteRegion.LEASED_DESCRIPTOR_BYTES) {
+                    throw new IllegalArgumentException("receiveRegion: a message of " + m.byteCount()
+                            + " bytes is not a remote region descriptor (at most " + RemoteRegion.LEASED_DESCRIPTOR_BYTES + ")");
+                }
+                return RemoteRegion.fromDescriptor(m.data().asSlice(0, m.byteCount()).toArray(ValueLayout.JAVA_BYTE));
+            }
+        });
+    }
+
     // ---------------------------------------------------------------- one-sided
 
     /** Writes all of {@code buf} to the start of {@code remote}. */
@@ -747,6 +792,11 @@ public final class Connection implements AutoCloseable {
                     : atomic ? Access.REMOTE_ATOMIC : Access.REMOTE_WRITE;
             if (!remote.allows(access)) {
                 throw new RemoteAccessException(op + " to " + remote, "not attempted: the region's descriptor does not grant " + access);
+            }
+            long leaseEnd = remote.leaseEndMillis();
+            if (leaseEnd != 0 && System.currentTimeMillis() >= leaseEnd) {
+                throw new RemoteAccessException(op + " to " + remote, "not attempted: its lease ended at "
+                        + java.time.Instant.ofEpochMilli(leaseEnd));
             }
             if (atomic && (remote.address() & 7) != 0) {
                 throw new IllegalArgumentException(op + ": the remote address 0x" + Long.toHexString(remote.address())

@@ -48,6 +48,8 @@ public final class LocalRegion implements AutoCloseable {
     private final boolean pooled;
     /** Root only: registrations of this region for remote rights, by (rights >> 1); guarded by this. */
     private MemoryRegistration[] exposures;
+    /** Root only: registrations of leases not yet ended, or ended and still reachable by a peer; guarded by this. */
+    private java.util.List<MemoryRegistration> leases;
     private volatile boolean closed;
     private volatile boolean directWriteToPmem;
 
@@ -131,8 +133,7 @@ public final class LocalRegion implements AutoCloseable {
      */
     public RemoteRegion toRemote() {
         checkOpen("toRemote");
-        int rights = pooled ? rdma.maxRemoteAccessBits() : registration.access() & REMOTE_MASK;
-        return toRemoteWith(rights);
+        return toRemoteWith(defaultRights());
     }
 
     /**
@@ -145,21 +146,85 @@ public final class LocalRegion implements AutoCloseable {
      */
     public RemoteRegion toRemote(Access... rights) {
         checkOpen("toRemote");
+        return toRemoteWith(rightsBits("toRemote", rights));
+    }
+
+    /**
+     * This region for peers with {@code rights} (none given: {@link #toRemote()}'s) for
+     * {@code duration} (async-rdma's leases): a registration of its own, dropped when the lease
+     * ends, so a peer's later operation with it fails with {@code RemoteAccessException} at
+     * this side's device, and before posting at a jrdma peer (the descriptor carries the end).
+     * A peer that vanished cannot keep the memory reachable past it. Closing the region ends
+     * its leases too.
+     *
+     * @throws IllegalArgumentException for a duration that is not positive, or rights as for {@link #toRemote(Access...)}
+     */
+    public RemoteRegion lease(java.time.Duration duration, Access... rights) {
+        checkOpen("lease");
+        Objects.requireNonNull(duration, "duration");
+        if (duration.isNegative() || duration.isZero()) {
+            throw new IllegalArgumentException("lease: the duration must be positive, not " + duration);
+        }
+        int bits = rights.length == 0 ? defaultRights() : rightsBits("lease", rights);
+        long end = System.currentTimeMillis() + Math.max(1, duration.toMillis());
+        MemoryRegistration r = root().newLease(segment, bits);
+        LocalRegion root = root();
+        rdma.scheduleLeaseEnd(duration, () -> root.endLease(r));
+        return new RemoteRegion(segment.address(), segment.byteSize(), r.rkey(),
+                bits | (root.directWriteToPmem ? RemoteRegion.DIRECT_WRITE_TO_PMEM : 0), end);
+    }
+
+    private int defaultRights() {
+        return pooled ? rdma.maxRemoteAccessBits() : registration.access() & REMOTE_MASK;
+    }
+
+    /** {@code rights} as access bits, checked against what may be granted; {@code op} names the call in messages. */
+    private int rightsBits(String op, Access... rights) {
         int bits = Access.bits(rights);
         if ((bits & ~REMOTE_MASK) != 0) {
-            throw new IllegalArgumentException("toRemote: grants remote rights only (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC), not "
+            throw new IllegalArgumentException(op + ": grants remote rights only (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC), not "
                     + AccessFlags.names(bits & ~REMOTE_MASK));
         }
         int beyond = bits & ~rdma.maxRemoteAccessBits();
         if (beyond != 0) {
-            throw new IllegalArgumentException("toRemote: " + AccessFlags.names(beyond)
+            throw new IllegalArgumentException(op + ": " + AccessFlags.names(beyond)
                     + " is beyond what this Rdma lets peers have (maxRemoteAccess " + AccessFlags.names(rdma.maxRemoteAccessBits()) + ")");
         }
         if (!pooled && (bits & ~registration.access()) != 0) {
-            throw new IllegalArgumentException("toRemote: the region was registered without " + AccessFlags.names(bits & ~registration.access())
+            throw new IllegalArgumentException(op + ": the region was registered without " + AccessFlags.names(bits & ~registration.access())
                     + " (it has " + AccessFlags.names(registration.access()) + ")");
         }
-        return toRemoteWith(bits);
+        return bits;
+    }
+
+    /** A registration of {@code memory} (this region or a slice of it) for a lease; root only. */
+    private synchronized MemoryRegistration newLease(MemorySegment memory, int rights) {
+        if (closed) {
+            throw new IllegalStateException("lease: this region is closed: " + this);
+        }
+        MemoryRegistration r = rdma.registerExposure(memory, withLocalWrite(rights));
+        if (leases == null) {
+            leases = new java.util.ArrayList<>();
+        }
+        leases.add(r);
+        return r;
+    }
+
+    /** The lease's time is up: drop its registration; forget it once no peer can reach it. */
+    private void endLease(MemoryRegistration r) {
+        r.close();
+        r.whenReleasedByPeers(() -> {
+            synchronized (this) {
+                if (leases != null) {
+                    leases.remove(r);
+                }
+            }
+        });
+    }
+
+    private static int withLocalWrite(int rights) {
+        // Remote write and atomics need local write (a verbs rule); a read-only registration does not.
+        return rights | ((rights & (AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0 ? AccessFlags.LOCAL_WRITE : 0);
     }
 
     private RemoteRegion toRemoteWith(int rights) {
@@ -184,9 +249,7 @@ public final class LocalRegion implements AutoCloseable {
         int i = rights >> 1;
         MemoryRegistration e = exposures[i];
         if (e == null) {
-            // Remote write and atomics need local write (a verbs rule); a read-only exposure does not.
-            int access = rights | ((rights & (AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0 ? AccessFlags.LOCAL_WRITE : 0);
-            e = rdma.registerExposure(segment, access);
+            e = rdma.registerExposure(segment, withLocalWrite(rights));
             exposures[i] = e;
         }
         return e;
@@ -213,17 +276,22 @@ public final class LocalRegion implements AutoCloseable {
             return;
         }
         rdma.untrack(this);
-        MemoryRegistration[] open;
+        java.util.List<MemoryRegistration> open = new java.util.ArrayList<>();
         synchronized (this) {
-            open = exposures;
-            exposures = null;
-        }
-        int n = 0;
-        if (open != null) {
-            for (MemoryRegistration e : open) {
-                n += e == null ? 0 : 1;
+            if (exposures != null) {
+                for (MemoryRegistration e : exposures) {
+                    if (e != null) {
+                        open.add(e);
+                    }
+                }
             }
+            if (leases != null) {
+                open.addAll(leases);   // ended ones too: a peer may still reach them (shm)
+            }
+            exposures = null;
+            leases = null;
         }
+        int n = open.size();
         RuntimeException failure = null;
         if (!pooled) {
             try {
@@ -238,9 +306,6 @@ public final class LocalRegion implements AutoCloseable {
             // The memory goes back only when no peer can reach it through any exposure.
             AtomicInteger left = new AtomicInteger(n);
             for (MemoryRegistration e : open) {
-                if (e == null) {
-                    continue;
-                }
                 try {
                     e.close();
                 } catch (RuntimeException x) {

@@ -69,6 +69,8 @@ public final class Rdma implements AutoCloseable {
     /** Registered memory for {@link #allocate}: chunks registered for local access; peers get exposures. */
     private final RegisteredMemoryPool pool;
     private final int maxRemoteAccess;
+    /** Ends leases; made by the first one, guarded by this. */
+    private java.util.concurrent.ScheduledExecutorService leaseTimer;
     private static final int REMOTE_ACCESS = AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC;
 
     private Rdma(Builder b) {
@@ -268,6 +270,31 @@ public final class Rdma implements AutoCloseable {
     MemoryRegistration registerExposure(MemorySegment segment, int access) {
         checkOpen();
         return device.register(segment, access);
+    }
+
+    /** Runs {@code end} after {@code after} on the lease timer (a thread started by the first lease, ended by close). */
+    void scheduleLeaseEnd(java.time.Duration after, Runnable end) {
+        java.util.concurrent.ScheduledExecutorService timer;
+        synchronized (this) {
+            checkOpen();
+            if (leaseTimer == null) {
+                java.util.concurrent.ScheduledThreadPoolExecutor t = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
+                    Thread th = new Thread(r, "jrdma-leases-" + device.name());
+                    th.setDaemon(true);
+                    return th;
+                });
+                t.setRemoveOnCancelPolicy(true);
+                leaseTimer = t;
+            }
+            timer = leaseTimer;
+        }
+        timer.schedule(() -> {
+            try {
+                end.run();
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "ending a lease failed", e);
+            }
+        }, Math.max(1, after.toNanos()), TimeUnit.NANOSECONDS);
     }
 
     void untrack(LocalRegion r) {
@@ -545,6 +572,21 @@ public final class Rdma implements AutoCloseable {
         }
         for (CompletionChannel ch : channels) {
             ch.close();
+        }
+        java.util.concurrent.ScheduledExecutorService timer;
+        synchronized (this) {
+            timer = leaseTimer;
+            leaseTimer = null;
+        }
+        if (timer != null) {
+            timer.shutdownNow();
+            try {
+                if (!timer.awaitTermination(10, TimeUnit.SECONDS)) {
+                    LOG.log(System.Logger.Level.WARNING, "the lease timer did not stop within 10 s");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
         for (LocalRegion r : List.copyOf(regions)) {
             r.close();

@@ -31,8 +31,36 @@ class ApiValuesTest {
         assertEquals(new RemoteRegion(0x7f00_1234_5100L, 16, 0x1234, Access.REMOTE_READ.bit), r.slice(256, 16));
         assertThrows(IndexOutOfBoundsException.class, () -> r.slice(8190, 16));
 
-        IllegalArgumentException len = assertThrows(IllegalArgumentException.class, () -> RemoteRegion.fromDescriptor(new byte[31]));
+        IllegalArgumentException len = assertThrows(IllegalArgumentException.class,
+                () -> RemoteRegion.fromDescriptor(java.util.Arrays.copyOf(d, 31)));
         assertTrue(len.getMessage().contains("32 bytes, not 31"), len.getMessage());
+        IllegalArgumentException tiny = assertThrows(IllegalArgumentException.class, () -> RemoteRegion.fromDescriptor(new byte[3]));
+        assertTrue(tiny.getMessage().contains("3 bytes"), tiny.getMessage());
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> RemoteRegion.fromDescriptor(new byte[32]))
+                .getMessage().contains("magic"));
+
+        // Version 2 carries a lease's end; a reader refuses versions it does not know.
+        long end = 1_900_000_000_000L;
+        RemoteRegion leased = new RemoteRegion(0x7f00_1234_5000L, 8192, 0x99, Access.REMOTE_WRITE.bit, end);
+        byte[] d2 = leased.toDescriptor();
+        assertEquals(40, d2.length);
+        assertEquals('2', d2[3]);
+        RemoteRegion back2 = RemoteRegion.fromDescriptor(d2);
+        assertEquals(leased, back2);
+        assertEquals(java.util.Optional.of(java.time.Instant.ofEpochMilli(end)), back2.leaseEnd());
+        assertEquals(back2.leaseEnd(), back2.slice(8, 8).leaseEnd(), "a slice keeps the lease");
+        assertTrue(r.leaseEnd().isEmpty());
+        IllegalArgumentException cut = assertThrows(IllegalArgumentException.class,
+                () -> RemoteRegion.fromDescriptor(java.util.Arrays.copyOf(d2, 32)));
+        assertTrue(cut.getMessage().contains("version 2") && cut.getMessage().contains("40 bytes, not 32"), cut.getMessage());
+        byte[] future = d2.clone();
+        future[3] = '9';
+        IllegalArgumentException v9 = assertThrows(IllegalArgumentException.class, () -> RemoteRegion.fromDescriptor(future));
+        assertTrue(v9.getMessage().contains("version '9'"), v9.getMessage());
+        byte[] flipped2 = d2.clone();
+        flipped2[30] ^= 4;   // in the lease end
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> RemoteRegion.fromDescriptor(flipped2))
+                .getMessage().contains("checksum"));
         byte[] badMagic = d.clone();
         badMagic[0] = 'X';
         assertTrue(assertThrows(IllegalArgumentException.class, () -> RemoteRegion.fromDescriptor(badMagic))

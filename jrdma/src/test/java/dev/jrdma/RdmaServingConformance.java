@@ -419,7 +419,7 @@ abstract class RdmaServingConformance {
         for (int i = 0; i < 3; i++) {
             cycle.run();
         }
-        VerbsLeakTest.Snapshot after = VerbsLeakTest.snapshot(transport().isVerbs());
+        VerbsLeakTest.Snapshot after = VerbsLeakTest.settledSnapshot(transport().isVerbs(), before);
         assertEquals(before.rdmaObjects(), after.rdmaObjects(), "RDMA objects (QP, CQ, PD, MR, cm_id) of this process");
         assertEquals(before.fds(), after.fds(), "open file descriptors");
         assertEquals(before.uverbsMappings(), after.uverbsMappings(), "mappings of /dev/infiniband");

@@ -13,6 +13,7 @@ import dev.jrdma.runtime.CompletionMode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.time.Duration;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -196,5 +197,96 @@ abstract class RegisteredMemoryConformance {
             assertThrows(IllegalStateException.class, r::segment);
         }
         assertThrows(RuntimeException.class, () -> rdma.allocate(64));
+    }
+
+    @Test
+    void aLeaseEndsOnTimeAndThePeerIsRefusedAfterIt() throws Exception {
+        try (TestPair p = TestPair.open(transport(), CompletionMode.ADAPTIVE)) {
+            LocalRegion target = p.server().allocate(4096);
+            assertThrows(IllegalArgumentException.class, () -> target.lease(Duration.ZERO));
+            assertThrows(IllegalArgumentException.class, () -> target.lease(Duration.ofMillis(-5)));
+            assertThrows(IllegalArgumentException.class, () -> target.lease(Duration.ofSeconds(1), Access.LOCAL_WRITE));
+            long before = System.currentTimeMillis();
+            RemoteRegion lease = RemoteRegion.fromDescriptor(
+                    target.slice(0, 64).lease(Duration.ofMillis(600), Access.REMOTE_READ, Access.REMOTE_WRITE).toDescriptor());
+            long end = lease.leaseEnd().orElseThrow().toEpochMilli();
+            assertTrue(end >= before + 600 && end <= System.currentTimeMillis() + 600, "ends 600 ms after it was made: " + end);
+            assertEquals(64, lease.length());
+            assertFalse(lease.allows(Access.REMOTE_ATOMIC));
+            LocalRegion buf = p.client().allocate(8);
+            buf.segment().set(ValueLayout.JAVA_LONG, 0, 42);
+            p.conn().writeSync(buf, lease.slice(0, 8));
+            assertEquals(42L, target.segment().get(ValueLayout.JAVA_LONG, 0));
+            while (System.currentTimeMillis() <= end + 200) {
+                Thread.sleep(20);
+            }
+            // The descriptor says the lease is over: refused here, the connection stays up.
+            Throwable early = cause(p.conn().write(buf, lease.slice(0, 8)));
+            assertInstanceOf(RemoteAccessException.class, early);
+            assertTrue(early.getMessage().contains("lease ended"), early.getMessage());
+            assertEquals(ConnectionState.ESTABLISHED, p.conn().state());
+            // A peer that ignores it is refused by the owner's side: the lease's rkey is gone
+            // (a same-host peer once it has handled the unmap the end sent).
+            RemoteRegion raw = RemoteRegion.of(lease.address(), 8, lease.rkey());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+            Throwable refused = null;
+            while (refused == null && System.nanoTime() < deadline) {
+                try {
+                    p.conn().write(buf, raw).get(T, TimeUnit.SECONDS);
+                    assertTrue(transport().provider().equals("shm"), "a write with an ended lease succeeded on " + transport().provider());
+                    Thread.sleep(1);
+                } catch (ExecutionException e) {
+                    refused = e.getCause();
+                }
+            }
+            assertEquals("IBV_WC_REM_ACCESS_ERR", assertInstanceOf(RemoteAccessException.class, refused).status());
+            // The region itself is still the owner's, and so is its memory.
+            target.segment().set(ValueLayout.JAVA_LONG, 8, 7);
+            assertEquals(7L, target.segment().get(ValueLayout.JAVA_LONG, 8));
+        }
+    }
+
+    @Test
+    void regionsTravelAsMessagesAndWhatIsNotADescriptorIsRefused() throws Exception {
+        Transport t = transport();
+        try (Rdma server = t.server().build(); Rdma client = t.client().build()) {
+            java.util.concurrent.LinkedBlockingQueue<Connection> accepted = new java.util.concurrent.LinkedBlockingQueue<>();
+            RdmaServer listener = server.listen(t.nextServerAddress(), accepted::add);
+            try (Connection c = client.connect(listener.address())) {
+                Connection s = accepted.poll(T, TimeUnit.SECONDS);
+                LocalRegion target = server.allocate(256);
+                s.sendRegion(target).get(T, TimeUnit.SECONDS);
+                RemoteRegion got = c.receiveRegion().get(T, TimeUnit.SECONDS);
+                assertEquals(target.toRemote(), got);
+                LocalRegion buf = client.allocate(256);
+                buf.segment().fill((byte) 0x6b);
+                c.writeSync(buf, got);
+                assertEquals(-1, target.segment().mismatch(buf.segment()));
+                // A lease travels with its end.
+                RemoteRegion lease = target.lease(Duration.ofMinutes(1), Access.REMOTE_READ);
+                s.sendRegion(lease).get(T, TimeUnit.SECONDS);
+                assertEquals(lease.leaseEnd(), c.receiveRegion().get(T, TimeUnit.SECONDS).leaseEnd());
+                // Not descriptors: each refused with what is wrong, and the connection goes on.
+                LocalRegion junk = client.allocate(40);
+                junk.segment().fill((byte) 1);
+                c.sendSync(junk);
+                Throwable magic = cause(s.receiveRegion());
+                assertInstanceOf(IllegalArgumentException.class, magic);
+                assertTrue(magic.getMessage().contains("magic"), magic.getMessage());
+                c.sendSync(client.allocate(100));
+                Throwable size = cause(s.receiveRegion());
+                assertTrue(size.getMessage().contains("100 bytes is not a remote region descriptor"), size.getMessage());
+                byte[] truncated = java.util.Arrays.copyOf(got.toDescriptor(), 20);
+                LocalRegion cut = client.allocate(20);
+                MemorySegment.copy(MemorySegment.ofArray(truncated), 0, cut.segment(), 0, 20);
+                c.sendSync(cut);
+                Throwable shortOne = cause(s.receiveRegion());
+                assertTrue(shortOne.getMessage().contains("32 bytes, not 20"), shortOne.getMessage());
+                c.sendRegion(buf).get(T, TimeUnit.SECONDS);
+                assertEquals(buf.toRemote(), s.receiveRegion().get(T, TimeUnit.SECONDS));
+                assertEquals(ConnectionState.ESTABLISHED, c.state());
+                assertEquals(ConnectionState.ESTABLISHED, s.state());
+            }
+        }
     }
 }

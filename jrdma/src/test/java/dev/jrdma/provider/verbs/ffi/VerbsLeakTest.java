@@ -53,6 +53,22 @@ public class VerbsLeakTest {
         return snapshot(true);
     }
 
+    /**
+     * A snapshot to compare with {@code before}, taken once the threads match it or after 5 s: a
+     * thread whose join returned is over for Java but may stay in /proc/self/task a moment
+     * longer while the OS thread exits (seen on a loaded host). A thread really left running
+     * stays, and the comparison fails.
+     */
+    public static Snapshot settledSnapshot(boolean rdmaObjects, Snapshot before) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+        Snapshot now = snapshot(rdmaObjects);
+        while (!now.threads().equals(before.threads()) && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+            now = snapshot(rdmaObjects);
+        }
+        return now;
+    }
+
     /** {@code rdmaObjects}: whether to ask the kernel for RDMA objects (false: a software provider; none are counted). */
     public static Snapshot snapshot(boolean rdmaObjects) throws IOException, InterruptedException {
         // Descriptors first: the rdma(8) children below must not be counted (their pipes are closed
@@ -138,7 +154,7 @@ public class VerbsLeakTest {
         for (int i = 0; i < 3; i++) {
             cycle();
         }
-        Snapshot after = snapshot();
+        Snapshot after = settledSnapshot(true, before);
         System.out.println("VerbsLeakTest: before " + before + "\nVerbsLeakTest: after  " + after);
         assertEquals(before.rdmaObjects(), after.rdmaObjects(), "RDMA objects owned by this process");
         assertEquals(before.fds(), after.fds(), "open file descriptors");
