@@ -3,6 +3,7 @@ package dev.jrdma;
 import dev.jrdma.exceptions.ProviderUnavailableException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.RdmaTimeoutException;
+import dev.jrdma.exceptions.UnsupportedCapabilityException;
 import dev.jrdma.memory.PooledBlock;
 import dev.jrdma.memory.RegisteredMemoryPool;
 import dev.jrdma.runtime.CompletionMode;
@@ -244,21 +245,70 @@ public final class Rdma implements AutoCloseable {
      *         without LOCAL_WRITE, and for remote rights beyond {@link Builder#maxRemoteAccess}
      */
     public LocalRegion register(MemorySegment segment, Access... access) {
+        int bits = checkRegistrable("register", segment, access);
+        return track(new LocalRegion(segment, device.register(segment, bits), null, this, false));
+    }
+
+    /**
+     * Registers memory the application owns for on-demand paging (explicit ODP): its pages are
+     * not pinned, the device faults them in when it touches them, so memory larger than
+     * RLIMIT_MEMLOCK, or mapped files, can be registered. Same rules as {@link #register}.
+     *
+     * @throws UnsupportedCapabilityException when the device has no ODP (rxe, siw, the software
+     *         providers), naming the device and the capability
+     */
+    public LocalRegion registerOnDemand(MemorySegment segment, Access... access) {
+        int bits = checkRegistrable("registerOnDemand", segment, access);
+        return track(new LocalRegion(segment, device.registerOnDemand(segment, bits), null, this, false));
+    }
+
+    /**
+     * One on-demand-paging registration for the whole address space (implicit ODP), for local
+     * use: {@link LocalRegion#slice slice(address, length)} of it is a buffer for operations,
+     * any native memory of this process, with no registration of its own. Remote rights are
+     * refused: they would open the whole process to the peer.
+     *
+     * @throws UnsupportedCapabilityException when the device has no implicit ODP
+     */
+    public LocalRegion registerAddressSpaceOnDemand() {
+        checkOpen();
+        MemoryRegistration r = device.registerImplicitOnDemand(AccessFlags.LOCAL_WRITE);
+        return track(new LocalRegion(r.memory(), r, null, this, false));
+    }
+
+    /**
+     * Registers {@code length} bytes at physical address {@code physicalAddress} (SnowRDMA's
+     * PA-MR), where the device and its driver allow it.
+     *
+     * @throws UnsupportedCapabilityException on the devices jrdma knows: rdma-core has no
+     *         user-space call for it; the message names the device
+     */
+    public LocalRegion registerPhysical(long physicalAddress, long length, Access... access) {
+        checkOpen();
+        if (length <= 0) {
+            throw new IllegalArgumentException("registerPhysical: length must be positive, not " + length);
+        }
+        MemoryRegistration r = device.registerPhysical(physicalAddress, length, Access.bits(access));
+        return track(new LocalRegion(r.memory(), r, null, this, false));
+    }
+
+    /** The checks of {@link #register}; returns the access bits. */
+    private int checkRegistrable(String op, MemorySegment segment, Access... access) {
         checkOpen();
         Objects.requireNonNull(segment, "segment");
         if (!segment.isNative()) {
-            throw new IllegalArgumentException("register: only native memory can be registered (an Arena's, or a mapped file's), not a heap segment");
+            throw new IllegalArgumentException(op + ": only native memory can be registered (an Arena's, or a mapped file's), not a heap segment");
         }
         int bits = Access.bits(access);
         if ((bits & (Access.REMOTE_WRITE.bit | Access.REMOTE_ATOMIC.bit)) != 0 && (bits & Access.LOCAL_WRITE.bit) == 0) {
-            throw new IllegalArgumentException("register: REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE too (a verbs rule)");
+            throw new IllegalArgumentException(op + ": REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE too (a verbs rule)");
         }
         int beyond = bits & REMOTE_ACCESS & ~maxRemoteAccess;
         if (beyond != 0) {
-            throw new IllegalArgumentException("register: " + AccessFlags.names(beyond)
+            throw new IllegalArgumentException(op + ": " + AccessFlags.names(beyond)
                     + " is beyond what this Rdma lets peers have (maxRemoteAccess " + AccessFlags.names(maxRemoteAccess) + ")");
         }
-        return track(new LocalRegion(segment, device.register(segment, bits), null, this, false));
+        return bits;
     }
 
     /** The remote rights a region may grant ({@link Builder#maxRemoteAccess}), as access bits. */

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.jrdma.exceptions.ConnectionClosedException;
+import dev.jrdma.exceptions.RemoteAccessException;
 import dev.jrdma.provider.verbs.ffi.VerbsLeakTest;
 import dev.jrdma.runtime.CompletionMode;
 
@@ -374,7 +375,15 @@ abstract class RdmaServingConformance {
                 peer.destroyForcibly();
                 assertTrue(peer.waitFor(T, TimeUnit.SECONDS), "the peer died");
                 long failNanos = failedAt.get(config.timeout().toSeconds() + 20, TimeUnit.SECONDS) - killedAt;
-                assertInstanceOf(ConnectionClosedException.class, failure.get(), String.valueOf(failure.get()));
+                // The peer's end goes (ConnectionClosedException). On verbs the kernel may also tear
+                // the dead process's registrations down before its QP, which meanwhile refuses the
+                // rkey: IBV_WC_REM_ACCESS_ERR, as the device said (seen on rxe with the pool, whose
+                // 4 MiB chunk takes a while to unpin in the VM). Either way the connection is over.
+                Throwable first = failure.get();
+                if (!(transport().isVerbs() && first instanceof RemoteAccessException rae
+                        && rae.status().equals("IBV_WC_REM_ACCESS_ERR"))) {
+                    assertInstanceOf(ConnectionClosedException.class, first, String.valueOf(first));
+                }
                 assertTrue(failNanos < config.timeout().toNanos() + TimeUnit.SECONDS.toNanos(20),
                         "failed " + failNanos / 1_000_000 + " ms after the kill");
                 assertTrue(completed.get() > 0, "reads were going on when it was killed");

@@ -289,4 +289,39 @@ abstract class RegisteredMemoryConformance {
             }
         }
     }
+
+    @Test
+    void onDemandPagingAndPhysicalAddressesOnlyWhereTheDeviceHasThem() throws Exception {
+        try (TestPair p = TestPair.open(transport(), CompletionMode.ADAPTIVE); Arena arena = Arena.ofShared()) {
+            Rdma server = p.server();
+            String device = server.deviceName();
+            MemorySegment mine = arena.allocate(1 << 16, 4096);
+            if (server.capabilities().odp()) {
+                LocalRegion odp = server.registerOnDemand(mine, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+                LocalRegion buf = p.client().allocate(64);
+                buf.segment().fill((byte) 9);
+                p.conn().writeSync(buf, RemoteRegion.fromDescriptor(odp.toRemote().toDescriptor()).slice(4096, 64));
+                assertEquals(9, mine.get(ValueLayout.JAVA_BYTE, 4096 + 63), "written through an ODP registration");
+                odp.close();
+            } else {
+                var e = assertThrows(dev.jrdma.exceptions.UnsupportedCapabilityException.class,
+                        () -> server.registerOnDemand(mine, Access.LOCAL_WRITE, Access.REMOTE_WRITE));
+                assertEquals("on-demand paging", e.capability());
+                assertEquals(device, e.device());
+                assertTrue(e.getMessage().contains(device), e.getMessage());
+                var implicit = assertThrows(dev.jrdma.exceptions.UnsupportedCapabilityException.class,
+                        server::registerAddressSpaceOnDemand);
+                assertEquals("implicit on-demand paging", implicit.capability());
+                assertEquals(device, implicit.device());
+            }
+            var pa = assertThrows(dev.jrdma.exceptions.UnsupportedCapabilityException.class,
+                    () -> server.registerPhysical(0x1000_0000L, 4096, Access.LOCAL_WRITE));
+            assertEquals("physical-address memory regions", pa.capability());
+            assertTrue(pa.getMessage().contains(device), pa.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> server.registerPhysical(0x1000_0000L, 0));
+            assertThrows(IllegalArgumentException.class,
+                    () -> server.registerOnDemand(MemorySegment.ofArray(new byte[8]), Access.LOCAL_WRITE));
+            assertEquals(ConnectionState.ESTABLISHED, p.conn().state());
+        }
+    }
 }

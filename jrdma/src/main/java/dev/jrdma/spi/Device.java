@@ -21,6 +21,38 @@ public interface Device extends AutoCloseable {
     MemoryRegistration register(MemorySegment memory, int access);
 
     /**
+     * Registers {@code memory} for on-demand paging (explicit ODP): the pages are not pinned,
+     * the device faults them in as it touches them.
+     *
+     * @throws dev.jrdma.exceptions.UnsupportedCapabilityException when the device has no ODP
+     */
+    default MemoryRegistration registerOnDemand(MemorySegment memory, int access) {
+        throw new dev.jrdma.exceptions.UnsupportedCapabilityException("on-demand paging", name(),
+                "a software device registers without pinning anyway: use register");
+    }
+
+    /**
+     * One on-demand-paging registration for the whole address space (implicit ODP); its
+     * {@link MemoryRegistration#memory()} spans every address.
+     *
+     * @throws dev.jrdma.exceptions.UnsupportedCapabilityException when the device has no implicit ODP
+     */
+    default MemoryRegistration registerImplicitOnDemand(int access) {
+        throw new dev.jrdma.exceptions.UnsupportedCapabilityException("implicit on-demand paging", name(), null);
+    }
+
+    /**
+     * Registers physical memory by its physical address (SnowRDMA's PA-MR).
+     *
+     * @throws dev.jrdma.exceptions.UnsupportedCapabilityException on every device jrdma knows: rdma-core
+     *         has no user-space call for it
+     */
+    default MemoryRegistration registerPhysical(long physicalAddress, long length, int access) {
+        throw new dev.jrdma.exceptions.UnsupportedCapabilityException("physical-address memory regions", name(),
+                "rdma-core has no user-space verbs call that registers physical addresses (mlx5 offers them to kernel users only)");
+    }
+
+    /**
      * {@code size} bytes of zeroed memory that same-host peers can reach directly, for
      * {@code Rdma.allocate}; null when this device has no such memory (then ordinary memory is used).
      */

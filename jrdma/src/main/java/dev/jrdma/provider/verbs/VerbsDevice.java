@@ -1,9 +1,12 @@
 package dev.jrdma.provider.verbs;
 
 import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.exceptions.UnsupportedCapabilityException;
 import dev.jrdma.provider.verbs.VerbsDevices.DeviceInfo;
 import dev.jrdma.provider.verbs.ffi.IbvAsyncEvent;
 import dev.jrdma.provider.verbs.ffi.IbvContext;
+import dev.jrdma.provider.verbs.ffi.IbvDeviceAttrEx;
+import dev.jrdma.provider.verbs.ffi.IbvMr;
 import dev.jrdma.provider.verbs.ffi.IbvQp;
 import dev.jrdma.provider.verbs.ffi.LibC;
 import dev.jrdma.provider.verbs.ffi.IbvGidEntry;
@@ -152,6 +155,25 @@ final class VerbsDevice implements Device {
     @Override
     public MemoryRegistration register(MemorySegment memory, int access) {
         return new VerbsMemoryRegistration(LibIbverbs.regMr(pd, memory, access), memory, access);
+    }
+
+    @Override
+    public MemoryRegistration registerOnDemand(MemorySegment memory, int access) {
+        if (!capabilities.odp()) {
+            throw new UnsupportedCapabilityException("on-demand paging", name(),
+                    "the device reports no IBV_ODP_SUPPORT in odp_caps.general_caps (register pins the memory instead)");
+        }
+        return new VerbsMemoryRegistration(LibIbverbs.regMr(pd, memory, access | IbvMr.ACCESS_ON_DEMAND), memory, access);
+    }
+
+    @Override
+    public MemoryRegistration registerImplicitOnDemand(int access) {
+        if ((info.odpGeneralCaps() & IbvDeviceAttrEx.IBV_ODP_SUPPORT_IMPLICIT) == 0) {
+            throw new UnsupportedCapabilityException("implicit on-demand paging", name(),
+                    "the device reports no IBV_ODP_SUPPORT_IMPLICIT in odp_caps.general_caps");
+        }
+        MemorySegment everything = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+        return new VerbsMemoryRegistration(LibIbverbs.regMrImplicitOnDemand(pd, access), everything, access);
     }
 
     @Override

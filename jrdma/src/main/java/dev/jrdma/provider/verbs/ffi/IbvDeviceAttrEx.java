@@ -43,6 +43,8 @@ public final class IbvDeviceAttrEx {
 
     /** IBV_ODP_SUPPORT in odp_caps.general_caps. */
     public static final long IBV_ODP_SUPPORT = 1;
+    /** IBV_ODP_SUPPORT_IMPLICIT in odp_caps.general_caps: one MR for the whole address space. */
+    public static final long IBV_ODP_SUPPORT_IMPLICIT = 1 << 1;
 
     private static final long GENERAL_CAPS = offset(LAYOUT, "odp_caps.general_caps");
     private static final long RC_ODP_CAPS = offset(LAYOUT, "odp_caps.per_transport_caps.rc_odp_caps");

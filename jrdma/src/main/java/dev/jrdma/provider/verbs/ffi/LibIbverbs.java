@@ -284,6 +284,20 @@ public final class LibIbverbs {
         }
     }
 
+    /**
+     * An implicit on-demand-paging MR: the whole address space ({@code ibv_reg_mr(pd, NULL,
+     * SIZE_MAX, IBV_ACCESS_ON_DEMAND | access)}); pages are faulted in as the device touches them.
+     */
+    public static MemorySegment regMrImplicitOnDemand(MemorySegment pd, int access) {
+        try {
+            MemorySegment mr = (MemorySegment) REG_MR_IOVA2.invokeExact(Errno.capture(), pd, MemorySegment.NULL, -1L, 0L,
+                    access | IbvMr.ACCESS_ON_DEMAND);
+            return checkPtr(mr, "ibv_reg_mr", "implicit on-demand paging (NULL, SIZE_MAX), access 0x" + Integer.toHexString(access));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     public static void deregMr(MemorySegment mr) {
         try {
             Errno.check((int) DEREG_MR.invokeExact(Errno.capture(), mr), "ibv_dereg_mr", null);
