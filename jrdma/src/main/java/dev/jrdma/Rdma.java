@@ -6,6 +6,7 @@ import dev.jrdma.exceptions.RdmaTimeoutException;
 import dev.jrdma.exceptions.UnsupportedCapabilityException;
 import dev.jrdma.memory.PooledBlock;
 import dev.jrdma.memory.RegisteredMemoryPool;
+import dev.jrdma.memory.RegistrationCache;
 import dev.jrdma.runtime.CompletionMode;
 import dev.jrdma.runtime.IoThread;
 import dev.jrdma.spi.AccessFlags;
@@ -69,6 +70,8 @@ public final class Rdma implements AutoCloseable {
     private volatile boolean closed;
     /** Registered memory for {@link #allocate}: chunks registered for local access; peers get exposures. */
     private final RegisteredMemoryPool pool;
+    /** The application's own memory, registered once per range and access (see {@link #register}). */
+    private final RegistrationCache registrations;
     private final int maxRemoteAccess;
     /** Ends leases; made by the first one, guarded by this. */
     private java.util.concurrent.ScheduledExecutorService leaseTimer;
@@ -82,6 +85,7 @@ public final class Rdma implements AutoCloseable {
         this.onDeviceEvent = b.onDeviceEvent;
         this.maxRemoteAccess = b.maxRemoteAccess;
         this.pool = new RegisteredMemoryPool(device, AccessFlags.LOCAL_WRITE);
+        this.registrations = new RegistrationCache(device);
         int n = Math.max(1, b.ioThreads);
         this.io = new IoThread[n];
         this.channels = new CompletionChannel[n];
@@ -239,14 +243,16 @@ public final class Rdma implements AutoCloseable {
 
     /**
      * Registers memory the application owns (it stays the owner: closing the region only
-     * deregisters). Native memory only: an Arena's or a mapped file's.
+     * deregisters). Native memory only: an Arena's or a mapped file's. Registering the same
+     * range with the same access again is cheap: the regions share one registration, dropped
+     * (and its rkey revoked) when the last of them closes.
      *
      * @throws IllegalArgumentException for a heap segment, for REMOTE_WRITE or REMOTE_ATOMIC
      *         without LOCAL_WRITE, and for remote rights beyond {@link Builder#maxRemoteAccess}
      */
     public LocalRegion register(MemorySegment segment, Access... access) {
         int bits = checkRegistrable("register", segment, access);
-        return track(new LocalRegion(segment, device.register(segment, bits), null, this, false));
+        return track(new LocalRegion(segment, registrations.register(segment, bits), null, this, false));
     }
 
     /**

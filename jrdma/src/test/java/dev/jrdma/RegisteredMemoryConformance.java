@@ -324,4 +324,41 @@ abstract class RegisteredMemoryConformance {
             assertEquals(ConnectionState.ESTABLISHED, p.conn().state());
         }
     }
+
+    @Test
+    void registeringTheSameRangeTwiceSharesOneRegistrationUntilTheLastCloses() throws Exception {
+        try (TestPair p = TestPair.open(transport(), CompletionMode.ADAPTIVE); Arena arena = Arena.ofShared()) {
+            MemorySegment mine = arena.allocate(4096, 4096);
+            Access[] rw = {Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ};
+            LocalRegion first = p.server().register(mine, rw);
+            LocalRegion second = p.server().register(mine, rw);
+            assertEquals(first.lkey(), second.lkey(), "one registration");
+            assertEquals(first.rkey(), second.rkey());
+            LocalRegion readOnly = p.server().register(mine, Access.REMOTE_READ);
+            assertTrue(readOnly.rkey() != first.rkey(), "other access: a registration of its own");
+            readOnly.close();
+            RemoteRegion rr = RemoteRegion.fromDescriptor(first.toRemote().toDescriptor());
+            first.close();
+            // The other region still holds it: the peer's write lands.
+            LocalRegion buf = p.client().allocate(8);
+            buf.segment().set(ValueLayout.JAVA_LONG, 0, 77);
+            p.conn().writeSync(buf, rr.slice(0, 8));
+            assertEquals(77L, mine.get(ValueLayout.JAVA_LONG, 0));
+            assertThrows(IllegalStateException.class, first::segment);
+            second.close();
+            // The last one closed: the rkey is revoked.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+            Throwable refused = null;
+            while (refused == null && System.nanoTime() < deadline) {
+                try {
+                    p.conn().write(buf, rr.slice(0, 8)).get(T, TimeUnit.SECONDS);
+                    assertTrue(transport().provider().equals("shm"), "a write after the last close succeeded on " + transport().provider());
+                    Thread.sleep(1);
+                } catch (ExecutionException e) {
+                    refused = e.getCause();
+                }
+            }
+            assertInstanceOf(RemoteAccessException.class, refused);
+        }
+    }
 }
