@@ -4,10 +4,7 @@ import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.MemoryRegistration;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Registered memory of this process: the source or target of operations, and, through
@@ -28,43 +25,38 @@ import java.util.concurrent.atomic.AtomicInteger;
  * under way would land in the next region lent from it.
  */
 public final class LocalRegion implements AutoCloseable {
-    private static final int REMOTE_MASK = AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC;
-    private static final VarHandle CLOSED;
-
-    static {
-        try {
-            CLOSED = MethodHandles.lookup().findVarHandle(LocalRegion.class, "closed", boolean.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
+    private static final int REMOTE_MASK = AccessFlags.REMOTE_MASK;
 
     private final MemorySegment segment;
     private final MemoryRegistration registration;
     private final LocalRegion parent;
-    private final AutoCloseable owner;
+    /** Shared by the root and its slices. */
+    private final RegionResources resources;
     private final Rdma rdma;
-    /** Pooled: the registration is local-only, remote rights come from exposures. */
     private final boolean pooled;
-    /** Root only: registrations of this region for remote rights, by (rights >> 1); guarded by this. */
-    private MemoryRegistration[] exposures;
-    /** Root only: registrations of leases not yet ended, or ended and still reachable by a peer; guarded by this. */
-    private java.util.List<MemoryRegistration> leases;
-    private volatile boolean closed;
     private volatile boolean directWriteToPmem;
 
     LocalRegion(MemorySegment segment, MemoryRegistration registration, AutoCloseable owner, Rdma rdma, boolean pooled) {
-        this(segment, registration, null, owner, rdma, pooled);
-    }
-
-    private LocalRegion(MemorySegment segment, MemoryRegistration registration, LocalRegion parent, AutoCloseable owner,
-                        Rdma rdma, boolean pooled) {
         this.segment = segment;
         this.registration = registration;
-        this.parent = parent;
-        this.owner = owner;
+        this.parent = null;
         this.rdma = rdma;
         this.pooled = pooled;
+        this.resources = new RegionResources(segment, registration, owner, rdma, pooled);
+    }
+
+    private LocalRegion(MemorySegment segment, LocalRegion parent) {
+        this.segment = segment;
+        this.registration = parent.registration;
+        this.parent = parent;
+        this.rdma = parent.rdma;
+        this.pooled = parent.pooled;
+        this.resources = parent.resources;
+    }
+
+    /** What Rdma tracks of it (a root's; a slice shares its parent's). */
+    RegionResources resources() {
+        return resources;
     }
 
     /**
@@ -107,7 +99,7 @@ public final class LocalRegion implements AutoCloseable {
     public LocalRegion slice(long offset, long length) {
         checkOpen("slice");
         Objects.checkFromIndexSize(offset, length, segment.byteSize());
-        return new LocalRegion(segment.asSlice(offset, length), registration, root(), null, rdma, pooled);
+        return new LocalRegion(segment.asSlice(offset, length), root());
     }
 
     private LocalRegion root() {
@@ -115,11 +107,11 @@ public final class LocalRegion implements AutoCloseable {
     }
 
     boolean isClosed() {
-        return root().closed;
+        return resources.isClosed();
     }
 
     private void checkOpen(String what) {
-        if (root().closed) {
+        if (resources.isClosed()) {
             throw new IllegalStateException(what + ": this region is closed" + (parent != null ? " (its parent was closed)" : "")
                     + ": " + this);
         }
@@ -167,11 +159,11 @@ public final class LocalRegion implements AutoCloseable {
         }
         int bits = rights.length == 0 ? defaultRights() : rightsBits("lease", rights);
         long end = System.currentTimeMillis() + Math.max(1, duration.toMillis());
-        MemoryRegistration r = root().newLease(segment, bits);
-        LocalRegion root = root();
-        rdma.scheduleLeaseEnd(duration, () -> root.endLease(r));
+        MemoryRegistration r = resources.newLease(segment, bits);
+        RegionResources res = resources;
+        rdma.scheduleLeaseEnd(duration, () -> res.endLease(r));
         return new RemoteRegion(segment.address(), segment.byteSize(), r.rkey(),
-                bits | (root.directWriteToPmem ? RemoteRegion.DIRECT_WRITE_TO_PMEM : 0), end);
+                bits | (root().directWriteToPmem ? RemoteRegion.DIRECT_WRITE_TO_PMEM : 0), end);
     }
 
     private int defaultRights() {
@@ -197,62 +189,12 @@ public final class LocalRegion implements AutoCloseable {
         return bits;
     }
 
-    /** A registration of {@code memory} (this region or a slice of it) for a lease; root only. */
-    private synchronized MemoryRegistration newLease(MemorySegment memory, int rights) {
-        if (closed) {
-            throw new IllegalStateException("lease: this region is closed: " + this);
-        }
-        MemoryRegistration r = rdma.registerExposure(memory, withLocalWrite(rights));
-        if (leases == null) {
-            leases = new java.util.ArrayList<>();
-        }
-        leases.add(r);
-        return r;
-    }
-
-    /** The lease's time is up: drop its registration; forget it once no peer can reach it. */
-    private void endLease(MemoryRegistration r) {
-        r.close();
-        r.whenReleasedByPeers(() -> {
-            synchronized (this) {
-                if (leases != null) {
-                    leases.remove(r);
-                }
-            }
-        });
-    }
-
-    private static int withLocalWrite(int rights) {
-        // Remote write and atomics need local write (a verbs rule); a read-only registration does not.
-        return rights | ((rights & (AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0 ? AccessFlags.LOCAL_WRITE : 0);
-    }
-
     private RemoteRegion toRemoteWith(int rights) {
         int granted = rights;
         if (root().directWriteToPmem) {
             granted |= RemoteRegion.DIRECT_WRITE_TO_PMEM;
         }
-        return new RemoteRegion(segment.address(), segment.byteSize(), root().exposure(rights).rkey(), granted);
-    }
-
-    /** The registration peers use for {@code rights}; registered on first use (root only). */
-    private synchronized MemoryRegistration exposure(int rights) {
-        if (closed) {
-            throw new IllegalStateException("toRemote: this region is closed: " + this);
-        }
-        if (!pooled && rights == (registration.access() & REMOTE_MASK)) {
-            return registration;
-        }
-        if (exposures == null) {
-            exposures = new MemoryRegistration[8];
-        }
-        int i = rights >> 1;
-        MemoryRegistration e = exposures[i];
-        if (e == null) {
-            e = rdma.registerExposure(segment, withLocalWrite(rights));
-            exposures[i] = e;
-        }
-        return e;
+        return new RemoteRegion(segment.address(), segment.byteSize(), resources.exposure(root().segment, rights).rkey(), granted);
     }
 
     /**
@@ -272,64 +214,8 @@ public final class LocalRegion implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (parent != null || !CLOSED.compareAndSet(this, false, true)) {
-            return;
-        }
-        rdma.untrack(this);
-        java.util.List<MemoryRegistration> open = new java.util.ArrayList<>();
-        synchronized (this) {
-            if (exposures != null) {
-                for (MemoryRegistration e : exposures) {
-                    if (e != null) {
-                        open.add(e);
-                    }
-                }
-            }
-            if (leases != null) {
-                open.addAll(leases);   // ended ones too: a peer may still reach them (shm)
-            }
-            exposures = null;
-            leases = null;
-        }
-        int n = open.size();
-        RuntimeException failure = null;
-        if (!pooled) {
-            try {
-                registration.close();
-            } catch (RuntimeException e) {
-                failure = e;
-            }
-        }
-        if (n == 0) {
-            closeOwner();
-        } else {
-            // The memory goes back only when no peer can reach it through any exposure.
-            AtomicInteger left = new AtomicInteger(n);
-            for (MemoryRegistration e : open) {
-                try {
-                    e.close();
-                } catch (RuntimeException x) {
-                    failure = failure == null ? x : failure;
-                }
-                e.whenReleasedByPeers(() -> {
-                    if (left.decrementAndGet() == 0) {
-                        closeOwner();
-                    }
-                });
-            }
-        }
-        if (failure != null) {
-            throw failure;
-        }
-    }
-
-    private void closeOwner() {
-        if (owner != null) {
-            try {
-                owner.close();
-            } catch (Exception e) {
-                throw new IllegalStateException("freeing the memory of " + this + " failed", e);
-            }
+        if (parent == null) {
+            resources.close();
         }
     }
 

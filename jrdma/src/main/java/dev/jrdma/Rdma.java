@@ -62,7 +62,12 @@ public final class Rdma implements AutoCloseable {
     private final AtomicInteger nextIo = new AtomicInteger();
     private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
     private final Set<RdmaServer> servers = ConcurrentHashMap.newKeySet();
-    private final Set<LocalRegion> regions = ConcurrentHashMap.newKeySet();
+    /** What every open region holds (not the regions: a dropped one can be collected and reported). */
+    private final Set<RegionResources> regions = ConcurrentHashMap.newKeySet();
+    /** Leak detection (Builder.leakDetection): regions being watched, and where collected ones are queued. */
+    private final boolean leakDetection;
+    private final Set<RegionLeak> watched = ConcurrentHashMap.newKeySet();
+    private final java.lang.ref.ReferenceQueue<LocalRegion> collected = new java.lang.ref.ReferenceQueue<>();
     private final CmEventHandler cmHandler = new CmHandler();
     /** Connections by QP number, for device events about a QP. */
     private final java.util.Map<Integer, Connection> byQpNum = new ConcurrentHashMap<>();
@@ -84,6 +89,15 @@ public final class Rdma implements AutoCloseable {
         this.providerChoice = chosen.reason();
         this.onDeviceEvent = b.onDeviceEvent;
         this.maxRemoteAccess = b.maxRemoteAccess;
+        this.leakDetection = b.leakDetection;
+        if (b.memoryBudget > 0) {
+            try {
+                device.checkMemoryBudget(b.memoryBudget);
+            } catch (RuntimeException e) {
+                device.close();
+                throw e;
+            }
+        }
         this.pool = new RegisteredMemoryPool(device, AccessFlags.LOCAL_WRITE);
         this.registrations = new RegistrationCache(device);
         int n = Math.max(1, b.ioThreads);
@@ -353,13 +367,56 @@ public final class Rdma implements AutoCloseable {
         }, Math.max(1, after.toNanos()), TimeUnit.NANOSECONDS);
     }
 
-    void untrack(LocalRegion r) {
+    void untrack(RegionResources r) {
         regions.remove(r);
+        RegionLeak leak = r.leak;
+        if (leak != null) {
+            watched.remove(leak);
+            leak.clear();
+        }
     }
 
     private LocalRegion track(LocalRegion r) {
-        regions.add(r);
+        regions.add(r.resources());
+        if (leakDetection) {
+            reportLeaks();
+            RegionLeak leak = new RegionLeak(r, collected);
+            r.resources().leak = leak;
+            watched.add(leak);
+        }
         return r;
+    }
+
+    /**
+     * Logs each region that was garbage-collected without {@link LocalRegion#close()}, with where it
+     * was made; its memory stays registered until this {@code Rdma} closes (releasing it earlier
+     * could hand it to another region while an operation still targets it). Runs when a region
+     * is made and at close; returns the stack of each it reported.
+     */
+    java.util.List<Throwable> reportLeaks() {
+        java.util.List<Throwable> found = new java.util.ArrayList<>();
+        java.lang.ref.Reference<? extends LocalRegion> ref;
+        while ((ref = collected.poll()) != null) {
+            RegionLeak leak = (RegionLeak) ref;
+            if (watched.remove(leak) && !leak.resources.isClosed()) {
+                found.add(leak.madeAt);
+                LOG.log(System.Logger.Level.WARNING, "leak: " + leak.resources + " was garbage-collected without close();"
+                        + " its memory stays registered until the Rdma closes. It was made here:", leak.madeAt);
+            }
+        }
+        return found;
+    }
+
+    /** Watches one region for leak detection: enqueued once the region is unreachable. */
+    static final class RegionLeak extends java.lang.ref.PhantomReference<LocalRegion> {
+        final RegionResources resources;
+        final Throwable madeAt;
+
+        RegionLeak(LocalRegion region, java.lang.ref.ReferenceQueue<LocalRegion> queue) {
+            super(region, queue);
+            this.resources = region.resources();
+            this.madeAt = new Throwable(resources + " was made here");
+        }
     }
 
     // ---------------------------------------------------------------- connections
@@ -644,7 +701,10 @@ public final class Rdma implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
-        for (LocalRegion r : List.copyOf(regions)) {
+        if (leakDetection) {
+            reportLeaks();
+        }
+        for (RegionResources r : List.copyOf(regions)) {
             r.close();
         }
         pool.close();
@@ -660,8 +720,35 @@ public final class Rdma implements AutoCloseable {
         private int[] cpus = new int[0];
         private Consumer<DeviceEvent> onDeviceEvent;
         private int maxRemoteAccess = REMOTE_ACCESS;
+        private long memoryBudget;
+        private boolean leakDetection = Boolean.getBoolean("jrdma.leakDetection");
 
         private Builder() {
+        }
+
+        /**
+         * Reports regions that are garbage-collected without {@link LocalRegion#close()}, each with
+         * a log warning (logger {@code dev.jrdma}) and the stack where it was made. For debugging:
+         * it records a stack trace per region. Default: the system property
+         * {@code jrdma.leakDetection} ({@code -Djrdma.leakDetection=true}), else off.
+         */
+        public Builder leakDetection(boolean on) {
+            leakDetection = on;
+            return this;
+        }
+
+        /**
+         * The registered memory this instance expects to use at most (pool chunks, registered
+         * regions): {@link #build()} fails, saying which limit to raise and how, when this process
+         * could not pin that much (verbs: RLIMIT_MEMLOCK less what is pinned already, unless it has
+         * CAP_IPC_LOCK), rather than a registration failing with ENOMEM later. Default 0: no check.
+         */
+        public Builder memoryBudget(long bytes) {
+            if (bytes < 0) {
+                throw new IllegalArgumentException("memoryBudget must be 0 or more bytes, not " + bytes);
+            }
+            memoryBudget = bytes;
+            return this;
         }
 
         /**

@@ -142,6 +142,10 @@ abstract class RegisteredMemoryConformance {
                     () -> server.register(arena.allocate(64, 64), Access.LOCAL_WRITE, Access.REMOTE_ATOMIC));
             assertTrue(reg.getMessage().contains("REMOTE_ATOMIC") && reg.getMessage().contains("maxRemoteAccess"), reg.getMessage());
             assertThrows(IllegalArgumentException.class, () -> Rdma.builder().maxRemoteAccess(Access.LOCAL_WRITE));
+            assertThrows(IllegalArgumentException.class, () -> Rdma.builder().memoryBudget(-1));
+            // Software providers pin nothing, and the VM's root has CAP_IPC_LOCK: any budget fits
+            // (MemlockVerbsTest shows the refusal under a real limit).
+            t.client().memoryBudget(1L << 40).build().close();
             // A peer that ignores the descriptor is refused by the owner's side.
             RdmaServer listener = server.listen(t.nextServerAddress(), c -> { });
             try (Connection c = client.connect(listener.address())) {

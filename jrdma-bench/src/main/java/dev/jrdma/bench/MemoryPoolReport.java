@@ -35,10 +35,12 @@ public final class MemoryPoolReport {
         String provider = args.length > 1 ? args[1] : "auto";
         String device = args.length > 2 ? args[2] : "";
         String where = args.length > 3 ? args[3] : "this host";
+        // Under an emulated CPU (the VM) the JIT takes many seconds to settle: the script asks for more warm-up.
+        int warmups = Integer.getInteger("jrdma.bench.warmups", 3);
         Options opts = new OptionsBuilder()
                 .include(PoolVsRegisterBenchmark.class.getSimpleName())
                 .forks(1)
-                .warmupIterations(3).warmupTime(TimeValue.seconds(1))
+                .warmupIterations(warmups).warmupTime(TimeValue.seconds(1))
                 .measurementIterations(5).measurementTime(TimeValue.seconds(1))
                 .jvmArgsAppend("--enable-native-access=ALL-UNNAMED", "-Djrdma.bench.provider=" + provider,
                         "-Djrdma.bench.device=" + device)
@@ -61,7 +63,7 @@ public final class MemoryPoolReport {
                 .append(device.isEmpty() ? "" : ", device `" + device + "`").append(", JDK ")
                 .append(System.getProperty("java.version")).append(", ").append(Runtime.getRuntime().availableProcessors())
                 .append(" CPUs, ").append(cpuModel()).append(".\n\n");
-        md.append("JMH average time per operation (1 fork, 3 x 1 s warm-up, 5 x 1 s measured; ± is JMH's 99.9% error).\n");
+        md.append("JMH average time per operation (1 fork, " + warmups + " x 1 s warm-up, 5 x 1 s measured; ± is JMH's 99.9% error).\n");
         md.append("`allocate` lends a block of the pool and zeroes the bytes asked for; `allocateUninitialized` skips\n");
         md.append("the zeroing; `register` is `rdma.register(segment, LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE)` and\n");
         md.append("`close()` of the same bytes each time (`ibv_reg_mr` + `ibv_dereg_mr` on verbs).\n\n");

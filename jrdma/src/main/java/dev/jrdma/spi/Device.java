@@ -21,6 +21,13 @@ public interface Device extends AutoCloseable {
     MemoryRegistration register(MemorySegment memory, int access);
 
     /**
+     * Refuses a budget of {@code bytes} to register that this process could not pin (verbs:
+     * RLIMIT_MEMLOCK), saying what to raise; a device that pins nothing accepts any.
+     */
+    default void checkMemoryBudget(long bytes) {
+    }
+
+    /**
      * Registers {@code memory} for on-demand paging (explicit ODP): the pages are not pinned,
      * the device faults them in as it touches them.
      *

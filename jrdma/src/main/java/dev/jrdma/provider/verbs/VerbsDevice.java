@@ -154,7 +154,16 @@ final class VerbsDevice implements Device {
 
     @Override
     public MemoryRegistration register(MemorySegment memory, int access) {
-        return new VerbsMemoryRegistration(LibIbverbs.regMr(pd, memory, access), memory, access);
+        try {
+            return new VerbsMemoryRegistration(LibIbverbs.regMr(pd, memory, access), memory, access);
+        } catch (dev.jrdma.exceptions.NativeRdmaException e) {
+            throw MemlockBudget.explain(e, memory.byteSize());
+        }
+    }
+
+    @Override
+    public void checkMemoryBudget(long bytes) {
+        MemlockBudget.check(name(), bytes);
     }
 
     @Override

@@ -36,6 +36,8 @@ public final class LibC {
     private static final MethodHandle CLOSE = Downcalls.withErrno(LIB, "close", of(INT, INT));
     private static final MethodHandle SCHED_SETAFFINITY = Downcalls.withErrno(LIB, "sched_setaffinity", of(INT, INT, SIZE_T, PTR));
     private static final MethodHandle GETTID = Downcalls.withErrno(LIB, "gettid", of(INT));
+    private static final MethodHandle GETRLIMIT = Downcalls.withErrno(LIB, "getrlimit", of(INT, INT, PTR));
+    private static final int RLIMIT_MEMLOCK = 8;
     private static final int EFD_NONBLOCK = 04000, EFD_CLOEXEC = 02000000;
 
     private LibC() {
@@ -136,6 +138,24 @@ public final class LibC {
             if ((int) SCHED_SETAFFINITY.invokeExact(Errno.capture(), 0, 128L, mask) < 0) {
                 throw Errno.failure("sched_setaffinity", "cpu " + cpu);
             }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /**
+     * RLIMIT_MEMLOCK of this process: {soft, hard} in bytes, -1 for unlimited (RLIM_INFINITY):
+     * how much memory it may pin, registrations included, unless it has CAP_IPC_LOCK.
+     */
+    public static long[] memlockLimit() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment rl = a.allocate(U64, 2);
+            if ((int) GETRLIMIT.invokeExact(Errno.capture(), RLIMIT_MEMLOCK, rl) < 0) {
+                throw Errno.failure("getrlimit", "RLIMIT_MEMLOCK");
+            }
+            return new long[] {rl.getAtIndex(U64, 0), rl.getAtIndex(U64, 1)};
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {

@@ -1,0 +1,178 @@
+package dev.jrdma;
+
+import dev.jrdma.spi.AccessFlags;
+import dev.jrdma.spi.MemoryRegistration;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * What a {@link LocalRegion} (with its slices) holds: its registration, its exposures and leases,
+ * and its memory's owner (a pool block, or nothing for the application's memory). Kept apart
+ * from the region so that {@link Rdma} can track and release it without keeping the region
+ * reachable: a region the application dropped without closing can then be reported (leak
+ * detection), and its memory is still released when the {@code Rdma} closes.
+ */
+final class RegionResources {
+    private static final VarHandle CLOSED;
+
+    static {
+        try {
+            CLOSED = MethodHandles.lookup().findVarHandle(RegionResources.class, "closed", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    final MemoryRegistration registration;
+    /** Pooled: the registration is local-only, remote rights come from exposures. */
+    final boolean pooled;
+    final Rdma rdma;
+    final long address, length;
+    private final AutoCloseable owner;
+    /** Registrations for peers by (rights >> 1); guarded by this. */
+    private MemoryRegistration[] exposures;
+    /** Registrations of leases not yet ended, or ended and still reachable by a peer; guarded by this. */
+    private List<MemoryRegistration> leases;
+    private volatile boolean closed;
+    /** The leak detector's reference to the region, when leak detection is on. */
+    volatile Rdma.RegionLeak leak;
+
+    RegionResources(MemorySegment segment, MemoryRegistration registration, AutoCloseable owner, Rdma rdma, boolean pooled) {
+        this.registration = registration;
+        this.owner = owner;
+        this.rdma = rdma;
+        this.pooled = pooled;
+        this.address = segment.address();
+        this.length = segment.byteSize();
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** The registration peers use for {@code rights} over {@code memory} (the root's); registered on first use. */
+    synchronized MemoryRegistration exposure(MemorySegment memory, int rights) {
+        if (closed) {
+            throw new IllegalStateException("toRemote: this region is closed: " + this);
+        }
+        if (!pooled && rights == (registration.access() & AccessFlags.REMOTE_MASK)) {
+            return registration;
+        }
+        if (exposures == null) {
+            exposures = new MemoryRegistration[8];
+        }
+        int i = rights >> 1;
+        MemoryRegistration e = exposures[i];
+        if (e == null) {
+            e = rdma.registerExposure(memory, withLocalWrite(rights));
+            exposures[i] = e;
+        }
+        return e;
+    }
+
+    /** A registration of {@code memory} (the region or a slice of it) for a lease. */
+    synchronized MemoryRegistration newLease(MemorySegment memory, int rights) {
+        if (closed) {
+            throw new IllegalStateException("lease: this region is closed: " + this);
+        }
+        MemoryRegistration r = rdma.registerExposure(memory, withLocalWrite(rights));
+        if (leases == null) {
+            leases = new ArrayList<>();
+        }
+        leases.add(r);
+        return r;
+    }
+
+    /** The lease's time is up: drop its registration; forget it once no peer can reach it. */
+    void endLease(MemoryRegistration r) {
+        r.close();
+        r.whenReleasedByPeers(() -> {
+            synchronized (this) {
+                if (leases != null) {
+                    leases.remove(r);
+                }
+            }
+        });
+    }
+
+    private static int withLocalWrite(int rights) {
+        // Remote write and atomics need local write (a verbs rule); a read-only registration does not.
+        return rights | ((rights & (AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0 ? AccessFlags.LOCAL_WRITE : 0);
+    }
+
+    /**
+     * Drops the registrations (any later remote use of their rkeys fails) and gives the memory
+     * back once no peer can reach it. Once; later calls do nothing.
+     */
+    void close() {
+        if (!CLOSED.compareAndSet(this, false, true)) {
+            return;
+        }
+        rdma.untrack(this);
+        List<MemoryRegistration> open = new ArrayList<>();
+        synchronized (this) {
+            if (exposures != null) {
+                for (MemoryRegistration e : exposures) {
+                    if (e != null) {
+                        open.add(e);
+                    }
+                }
+            }
+            if (leases != null) {
+                open.addAll(leases);   // ended ones too: a peer may still reach them (shm)
+            }
+            exposures = null;
+            leases = null;
+        }
+        RuntimeException failure = null;
+        if (!pooled) {
+            try {
+                registration.close();
+            } catch (RuntimeException e) {
+                failure = e;
+            }
+        }
+        if (open.isEmpty()) {
+            closeOwner();
+        } else {
+            // The memory goes back only when no peer can reach it through any exposure.
+            AtomicInteger left = new AtomicInteger(open.size());
+            for (MemoryRegistration e : open) {
+                try {
+                    e.close();
+                } catch (RuntimeException x) {
+                    failure = failure == null ? x : failure;
+                }
+                e.whenReleasedByPeers(() -> {
+                    if (left.decrementAndGet() == 0) {
+                        closeOwner();
+                    }
+                });
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    private void closeOwner() {
+        if (owner != null) {
+            try {
+                owner.close();
+            } catch (Exception e) {
+                throw new IllegalStateException("freeing the memory of " + this + " failed", e);
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return String.format("LocalRegion[address=0x%x, length=%d, lkey=0x%x, %s]", address, length, registration.lkey(),
+                pooled ? "pooled" : "access=" + AccessFlags.names(registration.access()));
+    }
+}
