@@ -98,7 +98,7 @@ public final class Rdma implements AutoCloseable {
                 throw e;
             }
         }
-        this.pool = new RegisteredMemoryPool(device, AccessFlags.LOCAL_WRITE);
+        this.pool = new RegisteredMemoryPool(device, AccessFlags.LOCAL_WRITE, b.hugePages);
         this.registrations = new RegistrationCache(device);
         int n = Math.max(1, b.ioThreads);
         this.io = new IoThread[n];
@@ -329,6 +329,11 @@ public final class Rdma implements AutoCloseable {
                     + " is beyond what this Rdma lets peers have (maxRemoteAccess " + AccessFlags.names(maxRemoteAccess) + ")");
         }
         return bits;
+    }
+
+    /** Whether the pool got huge pages ({@link Builder#hugePages}) for any of its memory. */
+    public boolean hugePagesInUse() {
+        return pool.hugePagesInUse();
     }
 
     /** The remote rights a region may grant ({@link Builder#maxRemoteAccess}), as access bits. */
@@ -722,8 +727,20 @@ public final class Rdma implements AutoCloseable {
         private int maxRemoteAccess = REMOTE_ACCESS;
         private long memoryBudget;
         private boolean leakDetection = Boolean.getBoolean("jrdma.leakDetection");
+        private boolean hugePages;
 
         private Builder() {
+        }
+
+        /**
+         * Puts the registered-memory pool in 2 MiB huge pages while the kernel has them reserved
+         * (vm.nr_hugepages): fewer TLB misses, and fewer pages for the device to translate. When
+         * it has none (or on shm, whose peers map 4 KiB pages) the pool uses normal pages and
+         * says so once in the log. Default: off.
+         */
+        public Builder hugePages(boolean on) {
+            hugePages = on;
+            return this;
         }
 
         /**

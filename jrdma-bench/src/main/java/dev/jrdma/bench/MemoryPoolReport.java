@@ -66,7 +66,9 @@ public final class MemoryPoolReport {
         md.append("JMH average time per operation (1 fork, " + warmups + " x 1 s warm-up, 5 x 1 s measured; ± is JMH's 99.9% error).\n");
         md.append("`allocate` lends a block of the pool and zeroes the bytes asked for; `allocateUninitialized` skips\n");
         md.append("the zeroing; `register` is `rdma.register(segment, LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE)` and\n");
-        md.append("`close()` of the same bytes each time (`ibv_reg_mr` + `ibv_dereg_mr` on verbs).\n\n");
+        md.append("`close()` of the same bytes each time (`ibv_reg_mr` + `ibv_dereg_mr` on verbs).\n");
+        md.append("Under an emulated CPU (the VM) every number moves from run to run and within one (the ± column):\n");
+        md.append("compare the columns of one run, and read the ratio with the register column's spread in mind.\n\n");
         md.append("| size | allocate + close | allocateUninitialized + close | register + close | register / allocate | register / uninitialized |\n");
         md.append("|---:|---:|---:|---:|---:|---:|\n");
         double ratio4k = Double.NaN;

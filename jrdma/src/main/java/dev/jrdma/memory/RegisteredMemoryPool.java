@@ -45,6 +45,11 @@ public final class RegisteredMemoryPool implements AutoCloseable {
     private long reservedBytes;
     private final Set<PoolChunk> large = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
+    private final boolean hugePages;
+    /** Huge pages were asked for and the kernel gave none: normal pages from then on (said once). */
+    private volatile boolean noHugePages;
+    private volatile boolean hugePagesUsed;
+    private static final long HUGE_PAGE = 2L << 20;
     /** Caches of threads that may have ended: they come here once collected, and their blocks go back. */
     private final ReferenceQueue<ThreadCache> endedThreads = new ReferenceQueue<>();
     private final Set<CacheReference> cacheReferences = ConcurrentHashMap.newKeySet();
@@ -55,8 +60,20 @@ public final class RegisteredMemoryPool implements AutoCloseable {
      * same-host peers map), else from native memory of the pool's own.
      */
     public RegisteredMemoryPool(Device device, int access) {
+        this(device, access, false);
+    }
+
+    /**
+     * As {@link #RegisteredMemoryPool(Device, int)}; with {@code hugePages}, chunks of memory of
+     * the pool's own are 2 MiB huge pages (fewer TLB misses for the CPU, fewer page entries for
+     * the device to translate) while the kernel has them reserved (vm.nr_hugepages); when it has
+     * none, or for a device's shareable memory (shm: a peer maps regions at 4 KiB offsets, which
+     * huge pages do not allow), normal pages, said once in the log.
+     */
+    public RegisteredMemoryPool(Device device, int access, boolean hugePages) {
         this.device = device;
         this.access = access;
+        this.hugePages = hugePages;
         for (int c = 0; c < stacks.length; c++) {
             stacks[c] = new ClassStack();
         }
@@ -155,8 +172,18 @@ public final class RegisteredMemoryPool implements AutoCloseable {
         AutoCloseable backing;
         MemorySegment memory;
         if (shared != null) {
+            if (hugePages && !noHugePages) {
+                noHugePages = true;
+                System.getLogger("dev.jrdma").log(System.Logger.Level.INFO, "huge pages: not for " + device.name()
+                        + "'s shareable memory (a same-host peer maps regions at 4 KiB offsets); the pool uses normal pages");
+            }
             backing = shared;
             memory = shared.segment().asSlice(0, bytes);
+        } else if (hugePages && !noHugePages && (memory = hugePageMemory(bytes)) != null) {
+            long at = memory.address(), length = memory.byteSize();
+            Arena arena = Arena.ofShared();
+            memory = memory.reinterpret(arena, m -> dev.jrdma.provider.verbs.ffi.LibC.munmap(at, length)).asSlice(0, bytes);
+            backing = arena;
         } else {
             Arena arena = Arena.ofShared();
             backing = arena;
@@ -179,6 +206,26 @@ public final class RegisteredMemoryPool implements AutoCloseable {
             throw e;
         }
         return new PoolChunk(index, sizeClass, blockSize, memory, registration, backing);
+    }
+
+    /** Huge-page memory of at least {@code bytes} (whole huge pages), or null when the kernel has none (said once). */
+    private MemorySegment hugePageMemory(long bytes) {
+        long rounded = (bytes + HUGE_PAGE - 1) & -HUGE_PAGE;
+        long at = dev.jrdma.provider.verbs.ffi.LibC.mmapHugePages(rounded);
+        if (at < 0) {
+            noHugePages = true;
+            System.getLogger("dev.jrdma").log(System.Logger.Level.WARNING, "huge pages: the kernel gave none for "
+                    + rounded + " bytes (" + dev.jrdma.provider.verbs.ffi.Errno.name((int) -at)
+                    + "; vm.nr_hugepages reserves them): the pool uses normal pages");
+            return null;
+        }
+        hugePagesUsed = true;
+        return MemorySegment.ofAddress(at).reinterpret(rounded);
+    }
+
+    /** Whether any chunk of this pool is in huge pages. */
+    public boolean hugePagesInUse() {
+        return hugePagesUsed;
     }
 
     /** A new chunk of class {@code c}, indexed; its block handles, lowest address last (taken first). */

@@ -275,4 +275,37 @@ class RegisteredMemoryPoolTest {
             assertNotEquals(0, s.blocks());
         }
     }
+
+    /** Free huge pages of this machine, in bytes (HugePages_Free x Hugepagesize of /proc/meminfo). */
+    static long freeHugePageBytes() throws java.io.IOException {
+        long free = 0, size = 0;
+        for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/meminfo"))) {
+            String[] f = line.split("\\s+");
+            if (line.startsWith("HugePages_Free:")) {
+                free = Long.parseLong(f[1]);
+            } else if (line.startsWith("Hugepagesize:")) {
+                size = Long.parseLong(f[1]) * 1024;
+            }
+        }
+        return free * size;
+    }
+
+    @Test
+    void hugePagesWhenTheKernelHasThemElseNormalPages() throws Exception {
+        boolean available = freeHugePageBytes() >= RegisteredMemoryPool.CHUNK_BYTES;
+        try (Device device = open("tcp"); RegisteredMemoryPool pool = new RegisteredMemoryPool(device, ACCESS, true)) {
+            PooledBlock b = pool.allocate(4096, true);
+            b.segment().fill((byte) 3);
+            assertEquals(3, b.segment().get(ValueLayout.JAVA_BYTE, 4095));
+            assertEquals(available, pool.hugePagesInUse(), "huge pages free here: " + freeHugePageBytes() + " bytes");
+            PooledBlock big = pool.allocate(3 << 20, true);   // a registration of its own: huge pages too, rounded up
+            assertEquals(0, big.segment().get(ValueLayout.JAVA_BYTE, (3 << 20) - 1));
+            big.close();
+            b.close();
+        }
+        try (Device device = open("shm"); RegisteredMemoryPool pool = new RegisteredMemoryPool(device, ACCESS, true)) {
+            pool.allocate(64, true).close();
+            assertTrue(!pool.hugePagesInUse(), "shm memory is memfds a peer maps at 4 KiB offsets: normal pages");
+        }
+    }
 }

@@ -37,6 +37,9 @@ public final class LibC {
     private static final MethodHandle SCHED_SETAFFINITY = Downcalls.withErrno(LIB, "sched_setaffinity", of(INT, INT, SIZE_T, PTR));
     private static final MethodHandle GETTID = Downcalls.withErrno(LIB, "gettid", of(INT));
     private static final MethodHandle GETRLIMIT = Downcalls.withErrno(LIB, "getrlimit", of(INT, INT, PTR));
+    private static final MethodHandle MMAP = Downcalls.withErrno(LIB, "mmap", of(PTR, PTR, SIZE_T, INT, INT, INT, U64));
+    private static final MethodHandle MUNMAP = Downcalls.withErrno(LIB, "munmap", of(INT, PTR, SIZE_T));
+    private static final int PROT_READ = 1, PROT_WRITE = 2, MAP_PRIVATE = 2, MAP_ANONYMOUS = 0x20, MAP_HUGETLB = 0x40000;
     private static final int RLIMIT_MEMLOCK = 8;
     private static final int EFD_NONBLOCK = 04000, EFD_CLOEXEC = 02000000;
 
@@ -156,6 +159,35 @@ public final class LibC {
                 throw Errno.failure("getrlimit", "RLIMIT_MEMLOCK");
             }
             return new long[] {rl.getAtIndex(U64, 0), rl.getAtIndex(U64, 1)};
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /**
+     * {@code bytes} (a multiple of the huge page size) of anonymous memory backed by huge pages
+     * (mmap MAP_HUGETLB), zeroed; its address, or -errno when the kernel has none to give
+     * (ENOMEM: vm.nr_hugepages reserves too few).
+     */
+    public static long mmapHugePages(long bytes) {
+        try {
+            MemorySegment p = (MemorySegment) MMAP.invokeExact(Errno.capture(), MemorySegment.NULL, bytes,
+                    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0L);
+            return p.address() == -1L ? -Errno.last() : p.address();
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    public static void munmap(long address, long bytes) {
+        try {
+            if ((int) MUNMAP.invokeExact(Errno.capture(), MemorySegment.ofAddress(address), bytes) < 0) {
+                throw Errno.failure("munmap", bytes + " bytes at 0x" + Long.toHexString(address));
+            }
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {
