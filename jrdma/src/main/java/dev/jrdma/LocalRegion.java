@@ -22,7 +22,10 @@ import java.util.Objects;
  * parent is closed, a slice (or the parent) refuses {@link #segment}, {@link #slice},
  * {@link #toRemote} and every operation, with an exception saying so. Close a region only after
  * the operations that use it completed: the memory goes back to the pool, and a transfer still
- * under way would land in the next region lent from it.
+ * under way would land in the next region lent from it. For the same reason, a
+ * {@code MemorySegment} taken from {@link #segment} before the close is not made unusable by it
+ * (the pool's memory stays mapped): code that keeps one past the close reads and writes the next
+ * region lent from that block. The pool's own close (with the {@code Rdma}) does make them unusable.
  */
 public final class LocalRegion implements AutoCloseable {
     private static final int REMOTE_MASK = AccessFlags.REMOTE_MASK;
