@@ -10,6 +10,7 @@ public final class Main {
 
             commands:
               devices [-v] [-d NAME]   RDMA devices, ports, GIDs and capabilities (like ibv_devinfo)
+              perf TEST [options]      perftest's tests (write_lat ... atomic_bw) on jrdma; 'jrdma perf' for its options
               help                     this text
             """;
 
@@ -29,6 +30,7 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         return switch (args[0]) {
             case "devices" -> DevicesCommand.run(rest, out, err);
+            case "perf" -> dev.jrdma.perf.PerfCommand.run(rest, out, err);
             default -> {
                 err.println("jrdma: unknown command '" + args[0] + "'");
                 err.print(USAGE);

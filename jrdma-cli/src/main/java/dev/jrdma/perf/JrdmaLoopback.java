@@ -12,7 +12,6 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.nio.channels.CompletionHandler;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -68,7 +67,7 @@ final class JrdmaLoopback {
                     return;
                 }
                 RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
-                Counter done = new Counter();
+                PerfClient.Counter<Void> done = new PerfClient.Counter<>();
                 int spinsPerPoll = spinsPerPoll(provider);
                 for (long expect = 1; ; expect++) {
                     if (!awaitValue(rdma, c, mine, expect, spinsPerPoll)) {
@@ -127,21 +126,6 @@ final class JrdmaLoopback {
         return accepted.get();
     }
 
-    /** Counts completions; fails loudly on the first error. No allocation per operation. */
-    static final class Counter implements CompletionHandler<Void, Object> {
-        long completed;
-
-        @Override
-        public void completed(Void v, Object a) {
-            completed++;
-        }
-
-        @Override
-        public void failed(Throwable e, Object a) {
-            throw new IllegalStateException("a benchmark operation failed", e);
-        }
-    }
-
     /** write_lat client: the round-trip time of each of {@code iterations}, in ns. */
     static long[] writeLatency(String provider, int port, int iterations) {
         try (Rdma rdma = inlinePolling(provider);
@@ -150,7 +134,7 @@ final class JrdmaLoopback {
             ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor()).build();
             try (Connection c = rdma.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), config)) {
                 RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
-                Counter done = new Counter();
+                PerfClient.Counter<Void> done = new PerfClient.Counter<>();
                 int spinsPerPoll = spinsPerPoll(provider);
                 long[] rtt = new long[iterations];
                 for (int i = 0; i < iterations; i++) {
@@ -176,7 +160,7 @@ final class JrdmaLoopback {
              LocalRegion src = rdma.allocate(size)) {
             try (Connection c = rdma.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port))) {
                 RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData()).slice(0, size);
-                Counter done = new Counter();
+                PerfClient.Counter<Void> done = new PerfClient.Counter<>();
                 long posted = 0;
                 long warmUp = count / 2;   // untimed: the JIT's warm-up (and, on shm, mapping the region)
                 long t = 0;

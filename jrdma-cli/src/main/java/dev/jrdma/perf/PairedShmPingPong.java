@@ -57,7 +57,7 @@ final class PairedShmPingPong {
             try (RdmaServer server = JrdmaLoopback.listenAndAnnounce(rdma, mine, accepted)) {
                 Connection c = JrdmaLoopback.awaitAccepted(rdma, accepted, true);
                 RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
-                JrdmaLoopback.Counter done = new JrdmaLoopback.Counter();
+                PerfClient.Counter<Void> done = new PerfClient.Counter<>();
                 int spinsPerPoll = JrdmaLoopback.spinsPerPoll("shm");
                 long v = 0;
                 for (int b = 0; b < BLOCKS; b++) {
@@ -95,7 +95,7 @@ final class PairedShmPingPong {
             ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor()).build();
             try (Connection c = rdma.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), config)) {
                 RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
-                JrdmaLoopback.Counter done = new JrdmaLoopback.Counter();
+                PerfClient.Counter<Void> done = new PerfClient.Counter<>();
                 int spinsPerPoll = JrdmaLoopback.spinsPerPoll("shm");
                 long[] medians = new long[BLOCKS - WARM_UP_BLOCKS];
                 long v = 0;

@@ -1,0 +1,282 @@
+package dev.jrdma.perf;
+
+import dev.jrdma.Connection;
+import dev.jrdma.ConnectionConfig;
+import dev.jrdma.ConnectionState;
+import dev.jrdma.LocalRegion;
+import dev.jrdma.Message;
+import dev.jrdma.Rdma;
+import dev.jrdma.RemoteRegion;
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.runtime.CompletionMode;
+
+import java.io.PrintStream;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.nio.channels.CompletionHandler;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The client end of {@code jrdma perf}: connects, then per size tells the server the test,
+ * runs it and measures, polling on its own thread (INLINE, POLLING) as perftest does. Latency
+ * tests time each operation (ping-pong tests a round trip, reported halved); bandwidth tests
+ * keep {@code -t} operations in flight and time the lot. A warm-up of up to 10 000 iterations
+ * (as many as measured, at most) runs untimed before each size: the JIT's, not the network's.
+ */
+final class PerfClient implements AutoCloseable {
+    static final int WARM_UP_MAX = 10_000;
+
+    /** One size's result: latency stats, or bandwidth figures (MB = 2^20 bytes, as perftest). */
+    record Result(int bytes, int iterations, LatencyStats latency, double peakMBps, double avgMBps, double mpps) {
+    }
+
+    private final PerfOptions options;
+    private final Rdma rdma;
+    private final LocalRegion mine, out, control;
+    private final Connection c;
+    private final RemoteRegion peer;
+    private final PrintStream progress;
+
+    PerfClient(PerfOptions o, InetSocketAddress server, PrintStream progress) {
+        this.options = o;
+        this.progress = progress;
+        Rdma.Builder b = Rdma.builder().provider(o.provider()).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE);
+        if (o.device() != null) {
+            b.device(o.device());
+        }
+        this.rdma = b.build();
+        try {
+            int region = Math.max(8, o.maxSize());
+            this.mine = rdma.allocate(region);
+            this.out = rdma.allocate(region);
+            this.control = rdma.allocate(PerfControl.BYTES);
+            int receiveBuffer = Math.max(64, o.test().send() ? o.maxSize() : 64);
+            ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor())
+                    .receiveBufferSize(receiveBuffer).receiveQueueDepth(PerfServer.RECEIVE_DEPTH).build();
+            CompletableFuture<Connection> connecting = rdma.connectAsync(server, config);
+            this.c = PerfControl.await(rdma, null, connecting, "connecting to " + server);
+            this.peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
+        } catch (RuntimeException e) {
+            rdma.close();
+            throw e;
+        }
+    }
+
+    String providerName() {
+        return rdma.providerName();
+    }
+
+    String deviceName() {
+        return rdma.deviceName();
+    }
+
+    List<Result> runAll() {
+        List<Result> results = new ArrayList<>();
+        for (int size : options.sizes()) {
+            results.add(run(size));
+        }
+        PerfControl.send(rdma, c, control, PerfControl.BYE, 0, 0, 0);
+        return results;
+    }
+
+    private Result run(int size) {
+        int n = options.iterations();
+        int warm = Math.min(n, WARM_UP_MAX);
+        PerfTest test = options.test();
+        PerfControl.send(rdma, c, control, PerfControl.START, test.ordinal(), size, warm + n);
+        PerfControl.expect(rdma, c, PerfControl.READY);
+        Result r = test.latency() ? latency(test, size, warm, n) : bandwidth(test, size, warm, n);
+        PerfControl.send(rdma, c, control, PerfControl.END, 0, 0, 0);
+        PerfControl.expect(rdma, c, PerfControl.ENDED);
+        return r;
+    }
+
+    private Result latency(PerfTest test, int size, int warm, int n) {
+        long[] ns = new long[n];
+        LocalRegion src = out.slice(0, size), dst = mine.slice(0, size);
+        RemoteRegion target = peer.slice(0, size);
+        Counter<Void> done = new Counter<>();
+        Counter<Long> atomics = new Counter<>();
+        int spinsPerPoll = JrdmaLoopback.spinsPerPoll(rdma.providerName());
+        Progress p = new Progress(test, size, warm + n);
+        for (int i = 0; i < warm + n; i++) {
+            long t = System.nanoTime();
+            switch (test) {
+                case WRITE_LAT -> {
+                    byte m = PerfServer.mark(i);
+                    out.segment().set(ValueLayout.JAVA_BYTE, size - 1, m);
+                    c.write(src, target, null, done);
+                    rdma.poll();
+                    awaitMark(size - 1, m, spinsPerPoll);
+                }
+                case READ_LAT -> {
+                    long before = done.completed;
+                    c.read(target, dst, null, done);
+                    awaitCount(done, before + 1);
+                }
+                case ATOMIC_LAT -> {
+                    long before = atomics.completed;
+                    c.fetchAndAdd(peer.slice(0, 8), 1, null, atomics);
+                    awaitCount(atomics, before + 1);
+                }
+                case SEND_LAT -> {
+                    CompletableFuture<Message> reply = c.receive();
+                    c.send(src, null, done);
+                    PerfControl.await(rdma, c, reply, "send_lat's reply").close();
+                }
+                default -> throw new IllegalStateException(test.name());
+            }
+            long took = System.nanoTime() - t;
+            if (i >= warm) {
+                ns[i - warm] = took;
+            }
+            p.tick(i);
+        }
+        if (test.pingPong()) {
+            drain(rdma, c, done, warm + n);   // their writes and sends were not waited for one by one
+        }
+        p.end();
+        return new Result(size, n, LatencyStats.of(ns, test.pingPong() ? 2 : 1), 0, 0, 0);
+    }
+
+    private Result bandwidth(PerfTest test, int size, int warm, int n) {
+        LocalRegion src = out.slice(0, size), dst = mine.slice(0, size);
+        RemoteRegion target = peer.slice(0, size);
+        int window = test == PerfTest.SEND_BW ? Math.min(options.txDepth(), PerfServer.RECEIVE_DEPTH) : options.txDepth();
+        Counter<Void> done = new Counter<>();
+        Counter<Long> atomics = new Counter<>();
+        Counter<?> counter = test == PerfTest.ATOMIC_BW ? atomics : done;
+        long total = (long) warm + n, posted = 0, start = 0;
+        // Peak: the best rate over stretches of at least a tenth of the timed part.
+        long slice = Math.max(1, n / 10), markCount = 0, markAt = 0, startCount = 0;
+        double peak = 0;
+        Progress p = new Progress(test, size, total);
+        long deadline = System.nanoTime() + PerfControl.TIMEOUT_NANOS, lastSeen = 0;
+        while (counter.completed < total) {
+            while (posted < total && posted - counter.completed < window) {
+                switch (test) {
+                    case WRITE_BW -> c.write(src, target, null, done);
+                    case READ_BW -> c.read(target, dst, null, done);
+                    case ATOMIC_BW -> c.fetchAndAdd(peer.slice(0, 8), 1, null, atomics);
+                    case SEND_BW -> c.send(src, null, done);
+                    default -> throw new IllegalStateException(test.name());
+                }
+                posted++;
+            }
+            if (rdma.poll() == 0 && c.state() != ConnectionState.ESTABLISHED) {
+                throw new RdmaException("jrdma perf: the connection ended during " + test.perftestName() + " (" + c.state() + ")");
+            }
+            if (start == 0 && counter.completed >= warm) {
+                start = markAt = System.nanoTime();
+                markCount = startCount = counter.completed;
+            } else if (start != 0 && counter.completed - markCount >= slice) {
+                long now = System.nanoTime();
+                if (now > markAt) {
+                    peak = Math.max(peak, (double) (counter.completed - markCount) * size / ((now - markAt) / 1e9));
+                }
+                markAt = now;
+                markCount = counter.completed;
+            }
+            p.tick(counter.completed);
+            if (counter.completed != lastSeen) {
+                lastSeen = counter.completed;
+                deadline = System.nanoTime() + PerfControl.TIMEOUT_NANOS;
+            } else if (System.nanoTime() > deadline) {
+                throw new RdmaException("jrdma perf: " + test.perftestName() + ": no operation completed for 60 s ("
+                        + (posted - counter.completed) + " outstanding)");
+            }
+        }
+        long ns = Math.max(1, System.nanoTime() - start);
+        p.end();
+        long timed = Math.max(1, counter.completed - startCount);   // the first poll past the warm-up may reap several
+        double avg = (double) timed * size / (ns / 1e9);
+        double mb = 1 << 20;
+        return new Result(size, n, null, Math.max(peak, avg) / mb, avg / mb, timed * 1e3 / ns);
+    }
+
+    private void awaitMark(long at, byte m, int spinsPerPoll) {
+        var seg = mine.segment();
+        long deadline = System.nanoTime() + PerfControl.TIMEOUT_NANOS;
+        int spins = 0;
+        while ((byte) ValueLayout.JAVA_BYTE.varHandle().getVolatile(seg, at) != m) {
+            if ((++spins & (spinsPerPoll - 1)) == 0 && rdma.poll() == 0
+                    && (c.state() != ConnectionState.ESTABLISHED || System.nanoTime() > deadline)) {
+                throw new RdmaException("jrdma perf: write_lat: the server stopped answering (" + c.state() + ")");
+            }
+        }
+    }
+
+    private void awaitCount(Counter<?> counter, long count) {
+        long deadline = System.nanoTime() + PerfControl.TIMEOUT_NANOS;
+        while (counter.completed < count) {
+            if (rdma.poll() == 0 && (c.state() != ConnectionState.ESTABLISHED || System.nanoTime() > deadline)) {
+                throw new RdmaException("jrdma perf: an operation did not complete (" + c.state() + ")");
+            }
+        }
+    }
+
+    /** Polls until {@code done} counted {@code count} completions. */
+    static void drain(Rdma rdma, Connection c, Counter<?> done, long count) {
+        long deadline = System.nanoTime() + PerfControl.TIMEOUT_NANOS;
+        while (done.completed < count) {
+            if (rdma.poll() == 0 && (c.state() != ConnectionState.ESTABLISHED || System.nanoTime() > deadline)) {
+                throw new RdmaException("jrdma perf: " + (count - done.completed) + " operations did not complete ("
+                        + c.state() + ")");
+            }
+        }
+    }
+
+    /** Counts completions without allocating; the first failure ends the run. */
+    static final class Counter<V> implements CompletionHandler<V, Object> {
+        long completed;
+
+        @Override
+        public void completed(V v, Object a) {
+            completed++;
+        }
+
+        @Override
+        public void failed(Throwable e, Object a) {
+            throw new RdmaException("jrdma perf: an operation failed: " + e.getMessage(), e);
+        }
+    }
+
+    /** A progress line on stderr for runs longer than two seconds, redrawn every second. */
+    private final class Progress {
+        private final String what;
+        private final long total, started = System.nanoTime();
+        private long next = started + 2_000_000_000L;
+        private boolean shown;
+
+        Progress(PerfTest test, int size, long total) {
+            this.what = test.perftestName() + " " + size + " B";
+            this.total = total;
+        }
+
+        void tick(long done) {
+            if ((done & 1023) != 0 || progress == null) {
+                return;
+            }
+            long now = System.nanoTime();
+            if (now > next) {
+                progress.printf("\r%s: %d%% of %d iterations", what, done * 100 / total, total);
+                progress.flush();
+                shown = true;
+                next = now + 1_000_000_000L;
+            }
+        }
+
+        void end() {
+            if (shown) {
+                progress.printf("\r%s: done%30s%n", what, "");
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        rdma.close();
+    }
+}

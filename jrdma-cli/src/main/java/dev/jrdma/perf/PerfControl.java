@@ -1,0 +1,88 @@
+package dev.jrdma.perf;
+
+import dev.jrdma.Connection;
+import dev.jrdma.ConnectionState;
+import dev.jrdma.LocalRegion;
+import dev.jrdma.Message;
+import dev.jrdma.Rdma;
+import dev.jrdma.exceptions.RdmaException;
+
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The few messages a {@code jrdma perf} client and server exchange around each measurement,
+ * told from data messages by their immediate value: START (test, size, iterations), READY, END,
+ * ENDED, BYE; 16 bytes each, big-endian ints.
+ */
+final class PerfControl {
+    static final int IMM = 0x4A525046;   // "JRPF"
+    static final int START = 1, READY = 2, END = 3, ENDED = 4, BYE = 5;
+    static final int BYTES = 16;
+    /** How long either side waits for the other before it gives up. */
+    static final long TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(60);
+
+    private PerfControl() {
+    }
+
+    /**
+     * Sends a control message and waits for its completion, except BYE: that needs the peer's
+     * acknowledgement, which a server that has stopped polling never sends; the close that
+     * follows flushes it.
+     */
+    static void send(Rdma rdma, Connection c, LocalRegion buf, int kind, int a, int b, int d) {
+        buf.segment().set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), 0, kind);
+        buf.segment().set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), 4, a);
+        buf.segment().set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), 8, b);
+        buf.segment().set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), 12, d);
+        CompletableFuture<Void> f = c.sendWithImm(IMM, buf.slice(0, BYTES));
+        if (kind != BYE) {
+            await(rdma, c, f, "sending a control message");
+        }
+    }
+
+    /** The next message, polling (INLINE); fails when the connection ends or nothing comes in time. */
+    static Message next(Rdma rdma, Connection c) {
+        return await(rdma, c, c.receive(), "waiting for the peer");
+    }
+
+    /** The next message, which must be the control message {@code kind}; its four ints. */
+    static int[] expect(Rdma rdma, Connection c, int kind) {
+        try (Message m = next(rdma, c)) {
+            if (m.imm().orElse(0) != IMM || m.byteCount() != BYTES) {
+                throw new RdmaException("jrdma perf: expected a control message, got " + m.byteCount() + " bytes of data"
+                        + " (are both ends running the same test and sizes?)");
+            }
+            var be = ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
+            int[] v = {m.data().get(be, 0), m.data().get(be, 4), m.data().get(be, 8), m.data().get(be, 12)};
+            if (v[0] != kind && v[0] != BYE) {
+                throw new RdmaException("jrdma perf: expected control message " + kind + ", got " + v[0]);
+            }
+            return v;
+        }
+    }
+
+    static <T> T await(Rdma rdma, Connection c, CompletableFuture<T> f, String what) {
+        long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        while (!f.isDone()) {
+            if (rdma.poll() == 0) {
+                if (c != null && c.state() != ConnectionState.ESTABLISHED && !f.isDone()) {
+                    throw new RdmaException("jrdma perf: the connection ended while " + what + " (" + c.state() + ")");
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new RdmaException("jrdma perf: nothing from the peer for 60 s while " + what);
+                }
+            }
+        }
+        try {
+            return f.get();
+        } catch (ExecutionException e) {
+            throw new RdmaException("jrdma perf: " + what + " failed: " + e.getCause().getMessage(), e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaException("jrdma perf: interrupted while " + what);
+        }
+    }
+}

@@ -1,0 +1,135 @@
+package dev.jrdma.perf;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The options of {@code jrdma perf}, spelled as perftest spells them where it has them.
+ *
+ * @param test       the test
+ * @param host       the server to connect to; null: be the server
+ * @param port       -p, the server's port (perftest's default 18515)
+ * @param device     -d, the device (null: the provider's choice)
+ * @param provider   --provider: auto, verbs, tcp, shm
+ * @param sizes      -s (one size) or -a (2 B .. 8 MiB by powers of 2; atomics: 8 only)
+ * @param iterations -n per size
+ * @param txDepth    -t, operations kept outstanding by the bw tests
+ * @param loopback   --loopback: server and client in this one command
+ * @param format     text (perftest's table), json or csv
+ * @param bind       --bind, the address the server listens on (default: all, or loopback with --loopback)
+ */
+public record PerfOptions(PerfTest test, String host, int port, String device, String provider, List<Integer> sizes,
+                          int iterations, int txDepth, boolean loopback, String format, String bind) {
+
+    static final String USAGE = """
+            usage: jrdma perf TEST [options] [SERVER]
+              TEST: write_lat read_lat send_lat atomic_lat write_bw read_bw send_bw atomic_bw
+              no SERVER: be the server; with SERVER: the client; --loopback: both, in this command
+              -d, --ib-dev NAME      device (default: the provider's choice)
+              -p, --port N           server port (default 18515)
+              -s, --size BYTES       message size (default 2 for latency, 65536 for bandwidth, 8 for atomics)
+              -a, --all              every size from 2 B to 8 MiB (send: to 1 MiB; atomics: 8 B)
+              -n, --iters N          iterations per size (default 1000 for latency, 5000 for bandwidth)
+              -t, --tx-depth N       operations in flight in bw tests (default 128)
+              --provider NAME        auto (default), verbs, tcp or shm
+              --loopback             run server and client in this command
+              --bind ADDRESS         the server's address (default: all; 127.0.0.1 with --loopback)
+              --json | --csv         machine-readable output instead of the table
+            """;
+
+    /** The largest message the send tests use with -a: every receive buffer is this big. */
+    static final int SEND_MAX = 1 << 20;
+
+    /** Parses {@code args}; throws IllegalArgumentException naming what is wrong. */
+    static PerfOptions parse(String[] args) {
+        if (args.length == 0) {
+            throw new IllegalArgumentException("which test? " + "(write_lat, read_lat, ...)");
+        }
+        PerfTest test = PerfTest.of(args[0]);
+        String host = null, device = null, provider = "auto", format = "text", bind = null;
+        int port = 18515, size = -1, iterations = -1, txDepth = 128;
+        boolean all = false, loopback = false;
+        for (int i = 1; i < args.length; i++) {
+            String a = args[i];
+            switch (a) {
+                case "-d", "--ib-dev" -> device = value(args, ++i, a);
+                case "-p", "--port" -> port = number(args, ++i, a, 0, 65535);
+                case "-s", "--size" -> size = number(args, ++i, a, 1, Integer.MAX_VALUE);
+                case "-a", "--all" -> all = true;
+                case "-n", "--iters" -> iterations = number(args, ++i, a, 1, 100_000_000);
+                case "-t", "--tx-depth" -> txDepth = number(args, ++i, a, 1, 8192);
+                case "--provider" -> provider = value(args, ++i, a);
+                case "--loopback" -> loopback = true;
+                case "--bind" -> bind = value(args, ++i, a);
+                case "--json" -> format = "json";
+                case "--csv" -> format = "csv";
+                default -> {
+                    if (a.startsWith("-")) {
+                        throw new IllegalArgumentException("unknown option " + a);
+                    }
+                    if (host != null) {
+                        throw new IllegalArgumentException("one server address, not '" + host + "' and '" + a + "'");
+                    }
+                    host = a;
+                }
+            }
+        }
+        if (loopback && host != null) {
+            throw new IllegalArgumentException("--loopback runs both ends here: no server address (" + host + ")");
+        }
+        if (all && size > 0) {
+            throw new IllegalArgumentException("-a and -s " + size + " together: one or the other");
+        }
+        if (test.atomic() && size > 0 && size != 8) {
+            throw new IllegalArgumentException(test.perftestName() + " moves 8 bytes, not " + size + " (-s)");
+        }
+        if (test.send() && size > SEND_MAX) {
+            throw new IllegalArgumentException(test.perftestName() + " sends at most " + SEND_MAX + " bytes (every receive"
+                    + " buffer is that big), not " + size);
+        }
+        List<Integer> sizes = new ArrayList<>();
+        if (test.atomic()) {
+            sizes.add(8);
+        } else if (all) {
+            for (int s = 2; s <= (test.send() ? SEND_MAX : 1 << 23); s <<= 1) {
+                sizes.add(s);
+            }
+        } else {
+            sizes.add(size > 0 ? size : test.latency() ? 2 : 65536);
+        }
+        if (iterations < 0) {
+            iterations = test.latency() ? 1000 : 5000;
+        }
+        return new PerfOptions(test, host, port, device, provider, List.copyOf(sizes), iterations, txDepth, loopback,
+                format, bind);
+    }
+
+    private static String value(String[] args, int i, String option) {
+        if (i >= args.length) {
+            throw new IllegalArgumentException(option + " needs a value");
+        }
+        return args[i];
+    }
+
+    private static int number(String[] args, int i, String option, int min, int max) {
+        String v = value(args, i, option);
+        int n;
+        try {
+            n = Integer.parseInt(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(option + " takes a number, not '" + v + "'");
+        }
+        if (n < min || n > max) {
+            throw new IllegalArgumentException(option + " must be in " + min + ".." + max + ", not " + n);
+        }
+        return n;
+    }
+
+    int maxSize() {
+        int m = 8;
+        for (int s : sizes) {
+            m = Math.max(m, s);
+        }
+        return m;
+    }
+}

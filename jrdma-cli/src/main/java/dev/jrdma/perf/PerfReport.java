@@ -1,0 +1,103 @@
+package dev.jrdma.perf;
+
+import java.io.PrintStream;
+import java.util.List;
+import java.util.Locale;
+
+/** Writes {@code jrdma perf}'s results: perftest's table (plus p50 and max), JSON, or CSV. */
+final class PerfReport {
+    private static final String LINE = "-".repeat(100);
+
+    private PerfReport() {
+    }
+
+    static void print(PrintStream out, PerfOptions o, String provider, String device, List<PerfClient.Result> results) {
+        switch (o.format()) {
+            case "json" -> json(out, o, provider, device, results);
+            case "csv" -> csv(out, o, results);
+            default -> table(out, o, provider, device, results);
+        }
+    }
+
+    private static String title(PerfTest t) {
+        String op = switch (t) {
+            case WRITE_LAT, WRITE_BW -> "RDMA_Write";
+            case READ_LAT, READ_BW -> "RDMA_Read";
+            case SEND_LAT, SEND_BW -> "Send";
+            case ATOMIC_LAT, ATOMIC_BW -> "Atomic FETCH_AND_ADD";
+        };
+        return op + (t.latency() ? " Latency Test" : " BW Test");
+    }
+
+    private static void table(PrintStream out, PerfOptions o, String provider, String device, List<PerfClient.Result> results) {
+        PerfTest t = o.test();
+        out.println(LINE);
+        out.printf("                    %s (jrdma perf)%n", title(t));
+        out.printf(" Provider        : %s%n Device          : %s%n Iterations      : %d (after an untimed warm-up)%n",
+                provider, device, o.iterations());
+        if (!t.latency()) {
+            out.printf(" TX depth        : %d%n", t == PerfTest.SEND_BW ? Math.min(o.txDepth(), PerfServer.RECEIVE_DEPTH) : o.txDepth());
+        } else if (t.pingPong()) {
+            out.println(" Latency         : half of each round trip, as perftest reports it");
+        }
+        out.println(LINE);
+        if (t.latency()) {
+            out.printf(" %-8s %-12s %-12s %-12s %-16s %-12s %-14s %-22s %-24s %-10s %-10s%n", "#bytes", "#iterations",
+                    "t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]", "99% percentile[usec]",
+                    "99.9% percentile[usec]", "p50[usec]", "max[usec]");
+            for (PerfClient.Result r : results) {
+                LatencyStats s = r.latency();
+                out.printf(Locale.ROOT, " %-8d %-12d %-12.2f %-12.2f %-16.2f %-12.2f %-14.2f %-22.2f %-24.2f %-10.2f %-10.2f%n",
+                        r.bytes(), r.iterations(), s.min(), s.max(), s.typical(), s.avg(), s.stdev(), s.p99(), s.p999(),
+                        s.p50(), s.max());
+            }
+        } else {
+            out.printf(" %-10s %-14s %-18s %-20s %-14s%n", "#bytes", "#iterations", "BW peak[MB/sec]", "BW average[MB/sec]",
+                    "MsgRate[Mpps]");
+            for (PerfClient.Result r : results) {
+                out.printf(Locale.ROOT, " %-10d %-14d %-18.2f %-20.2f %-14.6f%n", r.bytes(), r.iterations(), r.peakMBps(),
+                        r.avgMBps(), r.mpps());
+            }
+        }
+        out.println(LINE);
+    }
+
+    private static void json(PrintStream out, PerfOptions o, String provider, String device, List<PerfClient.Result> results) {
+        StringBuilder b = new StringBuilder();
+        b.append("{\"test\":\"").append(o.test().perftestName()).append("\",\"provider\":\"").append(provider)
+                .append("\",\"device\":\"").append(device).append("\",\"iterations\":").append(o.iterations())
+                .append(",\"results\":[");
+        for (int i = 0; i < results.size(); i++) {
+            PerfClient.Result r = results.get(i);
+            b.append(i == 0 ? "" : ",").append("{\"bytes\":").append(r.bytes()).append(",\"iterations\":").append(r.iterations());
+            if (r.latency() != null) {
+                LatencyStats s = r.latency();
+                b.append(String.format(Locale.ROOT, ",\"t_min_us\":%.3f,\"t_max_us\":%.3f,\"t_typical_us\":%.3f,\"t_avg_us\":%.3f,"
+                        + "\"t_stdev_us\":%.3f,\"p50_us\":%.3f,\"p99_us\":%.3f,\"p99_9_us\":%.3f,\"max_us\":%.3f", s.min(), s.max(),
+                        s.typical(), s.avg(), s.stdev(), s.p50(), s.p99(), s.p999(), s.max()));
+            } else {
+                b.append(String.format(Locale.ROOT, ",\"bw_peak_MBps\":%.3f,\"bw_avg_MBps\":%.3f,\"msg_rate_Mpps\":%.6f",
+                        r.peakMBps(), r.avgMBps(), r.mpps()));
+            }
+            b.append('}');
+        }
+        out.println(b.append("]}"));
+    }
+
+    private static void csv(PrintStream out, PerfOptions o, List<PerfClient.Result> results) {
+        if (o.test().latency()) {
+            out.println("test,bytes,iterations,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,p50_us,p99_us,p99_9_us,max_us");
+            for (PerfClient.Result r : results) {
+                LatencyStats s = r.latency();
+                out.printf(Locale.ROOT, "%s,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f%n", o.test().perftestName(),
+                        r.bytes(), r.iterations(), s.min(), s.max(), s.typical(), s.avg(), s.stdev(), s.p50(), s.p99(), s.p999(), s.max());
+            }
+        } else {
+            out.println("test,bytes,iterations,bw_peak_MBps,bw_avg_MBps,msg_rate_Mpps");
+            for (PerfClient.Result r : results) {
+                out.printf(Locale.ROOT, "%s,%d,%d,%.3f,%.3f,%.6f%n", o.test().perftestName(), r.bytes(), r.iterations(),
+                        r.peakMBps(), r.avgMBps(), r.mpps());
+            }
+        }
+    }
+}

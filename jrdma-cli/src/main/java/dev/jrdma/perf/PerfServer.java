@@ -1,0 +1,164 @@
+package dev.jrdma.perf;
+
+import dev.jrdma.Connection;
+import dev.jrdma.ConnectionConfig;
+import dev.jrdma.ConnectionState;
+import dev.jrdma.LocalRegion;
+import dev.jrdma.Message;
+import dev.jrdma.Rdma;
+import dev.jrdma.RdmaServer;
+import dev.jrdma.RemoteRegion;
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.runtime.CompletionMode;
+
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The server end of {@code jrdma perf}: serves one client, all its sizes, then returns. It
+ * polls on its own thread (INLINE, POLLING), as perftest's server busy-polls: it answers the
+ * ping-pong tests (write_lat, send_lat), takes send_bw's messages, and for the one-sided tests
+ * keeps its end going (on tcp its polling is what applies the client's operations).
+ */
+final class PerfServer implements AutoCloseable {
+    /** The biggest region a client may target: -a's largest size. */
+    static final int REGION = 1 << 23;
+    /** Receives kept posted: send_bw's client keeps at most this many in flight. */
+    static final int RECEIVE_DEPTH = 64;
+
+    private final PerfOptions options;
+    private final Rdma rdma;
+    private final LocalRegion mine;
+    private final LocalRegion out;
+    private final LocalRegion control;
+    private final RdmaServer listener;
+    private final AtomicReference<Connection> accepted = new AtomicReference<>();
+
+    PerfServer(PerfOptions o) {
+        this.options = o;
+        Rdma.Builder b = Rdma.builder().provider(o.provider()).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE);
+        if (o.device() != null) {
+            b.device(o.device());
+        }
+        this.rdma = b.build();
+        try {
+            this.mine = rdma.allocate(REGION);
+            this.out = rdma.allocate(REGION);
+            this.control = rdma.allocate(PerfControl.BYTES);
+            int receiveBuffer = Math.max(64, o.test().send() ? o.maxSize() : 64);
+            ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor())
+                    .receiveBufferSize(receiveBuffer).receiveQueueDepth(RECEIVE_DEPTH).build();
+            this.listener = rdma.listen(address(o), config, accepted::set);
+        } catch (RuntimeException e) {
+            rdma.close();
+            throw e;
+        }
+    }
+
+    private static InetSocketAddress address(PerfOptions o) {
+        try {
+            if (o.bind() != null) {
+                return new InetSocketAddress(InetAddress.getByName(o.bind()), o.port());
+            }
+            return o.loopback() ? new InetSocketAddress(InetAddress.getLoopbackAddress(), o.port()) : new InetSocketAddress(o.port());
+        } catch (UnknownHostException e) {
+            throw new IllegalArgumentException("--bind " + o.bind() + ": unknown host", e);
+        }
+    }
+
+    /** Where it listens (the port is the one chosen when -p 0). */
+    InetSocketAddress address() {
+        return listener.address();
+    }
+
+    /** Serves one client until it says BYE; returns how many sizes it ran. */
+    int serve() {
+        long deadline = System.nanoTime() + PerfControl.TIMEOUT_NANOS * 10;
+        while (accepted.get() == null) {
+            rdma.poll();
+            if (System.nanoTime() > deadline) {
+                throw new RdmaException("jrdma perf: no client connected to " + address() + " within 10 minutes");
+            }
+        }
+        Connection c = accepted.get();
+        RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
+        int sizes = 0;
+        while (true) {
+            int[] start = PerfControl.expect(rdma, c, PerfControl.START);
+            if (start[0] == PerfControl.BYE) {
+                return sizes;
+            }
+            PerfTest test = PerfTest.values()[start[1]];
+            if (test != options.test()) {
+                throw new RdmaException("jrdma perf: the client runs " + test.perftestName() + ", this server "
+                        + options.test().perftestName() + ": run the same test on both ends");
+            }
+            int size = start[2], iterations = start[3];
+            PerfControl.send(rdma, c, control, PerfControl.READY, 0, 0, 0);
+            switch (test) {
+                case WRITE_LAT -> writePingPong(c, peer, size, iterations);
+                case SEND_LAT -> sendPingPong(c, size, iterations);
+                case SEND_BW -> {
+                    for (int i = 0; i < iterations; i++) {
+                        PerfControl.next(rdma, c).close();
+                    }
+                }
+                default -> { }   // one-sided: nothing of ours, polling serves them (tcp)
+            }
+            PerfControl.expect(rdma, c, PerfControl.END);
+            PerfControl.send(rdma, c, control, PerfControl.ENDED, 0, 0, 0);
+            sizes++;
+        }
+    }
+
+    /** The byte both ends of write_lat poll for: the iteration's mark, never 0 (the region starts zeroed). */
+    static byte mark(int i) {
+        return (byte) (i % 127 + 1);
+    }
+
+    private void writePingPong(Connection c, RemoteRegion peer, int size, int iterations) {
+        LocalRegion src = out.slice(0, size);
+        RemoteRegion dst = peer.slice(0, size);
+        int spinsPerPoll = JrdmaLoopback.spinsPerPoll(rdma.providerName());
+        PerfClient.Counter<Void> done = new PerfClient.Counter<>();
+        for (int i = 0; i < iterations; i++) {
+            byte m = mark(i);
+            awaitMark(c, size - 1, m, spinsPerPoll);
+            out.segment().set(ValueLayout.JAVA_BYTE, size - 1, m);
+            c.write(src, dst, null, done);
+            rdma.poll();
+        }
+        PerfClient.drain(rdma, c, done, iterations);
+    }
+
+    private void awaitMark(Connection c, long at, byte m, int spinsPerPoll) {
+        var seg = mine.segment();
+        long deadline = System.nanoTime() + PerfControl.TIMEOUT_NANOS;
+        int spins = 0;
+        while ((byte) ValueLayout.JAVA_BYTE.varHandle().getVolatile(seg, at) != m) {
+            if ((++spins & (spinsPerPoll - 1)) == 0 && rdma.poll() == 0 && (c.state() != ConnectionState.ESTABLISHED
+                    || System.nanoTime() > deadline)) {
+                throw new RdmaException("jrdma perf: write_lat: the client stopped (" + c.state() + ")");
+            }
+        }
+    }
+
+    private void sendPingPong(Connection c, int size, int iterations) {
+        LocalRegion src = out.slice(0, size);
+        PerfClient.Counter<Void> done = new PerfClient.Counter<>();
+        for (int i = 0; i < iterations; i++) {
+            PerfControl.next(rdma, c).close();
+            c.send(src, null, done);
+            rdma.poll();
+        }
+        PerfClient.drain(rdma, c, done, iterations);
+    }
+
+    @Override
+    public void close() {
+        rdma.close();
+    }
+}

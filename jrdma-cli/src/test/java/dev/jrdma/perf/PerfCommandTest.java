@@ -1,0 +1,143 @@
+package dev.jrdma.perf;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** {@code jrdma perf} on the software providers: every test end to end, the output formats, and bad input. */
+class PerfCommandTest {
+    record Run(int code, String out, String err) {
+    }
+
+    static Run perf(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(), err = new ByteArrayOutputStream();
+        int code = PerfCommand.run(args, new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    /** The numbers of one JSON field across the results. */
+    static List<Double> field(String json, String name) {
+        List<Double> v = new ArrayList<>();
+        Matcher m = Pattern.compile("\"" + Pattern.quote(name) + "\":([0-9.eE+-]+)").matcher(json);
+        while (m.find()) {
+            v.add(Double.parseDouble(m.group(1)));
+        }
+        return v;
+    }
+
+    @ParameterizedTest
+    @CsvSource({"write_lat,tcp", "read_lat,tcp", "send_lat,tcp", "atomic_lat,tcp", "write_bw,tcp", "read_bw,tcp", "send_bw,tcp",
+            "atomic_bw,tcp", "write_lat,shm", "read_lat,shm", "send_lat,shm", "atomic_lat,shm", "write_bw,shm", "read_bw,shm",
+            "send_bw,shm", "atomic_bw,shm"})
+    void everyTestRunsEndToEndOverLoopback(String test, String provider) {
+        Run r = perf(test, "--provider", provider, "--loopback", "-n", "300", "-s", test.startsWith("atomic") ? "8" : "4096", "--json");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().contains("\"test\":\"" + test + "\"") && r.out().contains("\"provider\":\"" + provider + "\""), r.out());
+        assertEquals(List.of(test.startsWith("atomic") ? 8.0 : 4096.0), field(r.out(), "bytes"));
+        assertEquals(List.of(300.0), field(r.out().substring(r.out().indexOf("\"results\"")), "iterations"));
+        if (test.endsWith("_lat")) {
+            double min = field(r.out(), "t_min_us").get(0), p50 = field(r.out(), "p50_us").get(0);
+            double p99 = field(r.out(), "p99_us").get(0), max = field(r.out(), "max_us").get(0);
+            assertTrue(min > 0 && min <= p50 && p50 <= p99 && p99 <= max, r.out());
+        } else {
+            double avg = field(r.out(), "bw_avg_MBps").get(0), peak = field(r.out(), "bw_peak_MBps").get(0);
+            assertTrue(avg > 0 && peak >= avg && field(r.out(), "msg_rate_Mpps").get(0) > 0, r.out());
+        }
+    }
+
+    @Test
+    void allSizesAndTheTableAndCsv() {
+        Run all = perf("write_lat", "--provider", "shm", "--loopback", "-a", "-n", "50", "--csv");
+        assertEquals(0, all.code(), all.err());
+        String[] lines = all.out().strip().split("\n");
+        assertEquals("test,bytes,iterations,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,p50_us,p99_us,p99_9_us,max_us", lines[0]);
+        assertEquals(23, lines.length - 1, "2 B .. 8 MiB");
+        assertTrue(lines[1].startsWith("write_lat,2,50,") && lines[23].startsWith("write_lat,8388608,50,"), all.out());
+        Run table = perf("read_bw", "--provider", "tcp", "--loopback", "-n", "200", "-s", "1024");
+        assertEquals(0, table.code(), table.err());
+        assertTrue(table.out().contains("RDMA_Read BW Test") && table.out().contains("BW average[MB/sec]")
+                && table.out().contains("MsgRate[Mpps]") && table.out().contains(" 1024 "), table.out());
+    }
+
+    @Test
+    void aServerAndAClientInTwoCommands() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> perf("send_lat", "--provider", "tcp", "-p",
+                String.valueOf(port), "--bind", "127.0.0.1", "-s", "512"));
+        Run client = null;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (System.nanoTime() < deadline) {   // until the server listens
+            client = perf("send_lat", "--provider", "tcp", "-p", String.valueOf(port), "-s", "512", "-n", "200", "127.0.0.1");
+            if (client.code() == 0) {
+                break;
+            }
+            Thread.sleep(100);
+        }
+        assertEquals(0, client.code(), client.err());
+        assertTrue(client.out().contains("Send Latency Test") && client.out().contains(" 512 "), client.out());
+        assertEquals(0, server.get(30, TimeUnit.SECONDS).code(), server.get().err());
+    }
+
+    @Test
+    void badInputIsRefusedWithWhatIsWrong() throws Exception {
+        assertUsage(perf(), "which test");
+        assertUsage(perf("write_latency"), "unknown test 'write_latency'");
+        assertUsage(perf("atomic_lat", "-s", "16"), "atomic_lat moves 8 bytes, not 16");
+        assertUsage(perf("write_bw", "-a", "-s", "64"), "-a and -s 64");
+        assertUsage(perf("write_lat", "--loopback", "10.0.0.1"), "--loopback runs both ends here");
+        assertUsage(perf("write_lat", "-n", "many"), "-n takes a number, not 'many'");
+        assertUsage(perf("write_lat", "-p", "70000"), "-p must be in 0..65535");
+        assertUsage(perf("send_bw", "-s", String.valueOf(2 << 20)), "send_bw sends at most 1048576 bytes");
+        assertUsage(perf("write_lat", "--frobnicate"), "unknown option --frobnicate");
+        // Nobody listens there: the client fails (exit 1) and says so.
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        Run nobody = perf("write_lat", "--provider", "tcp", "-p", String.valueOf(port), "127.0.0.1");
+        assertEquals(1, nobody.code());
+        assertTrue(nobody.err().startsWith("jrdma perf: ") && nobody.err().contains("refused"), nobody.err());
+        // A message bigger than the server's receive buffers (its own -s is 2): refused before sending.
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        String p = String.valueOf(port);
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> perf("send_lat", "--provider", "tcp", "-p", p, "--bind", "127.0.0.1"));
+        Run big = null;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (System.nanoTime() < deadline) {
+            big = perf("send_lat", "--provider", "tcp", "-p", p, "-s", "4096", "-n", "10", "127.0.0.1");
+            if (!big.err().contains("refused")) {
+                break;
+            }
+            Thread.sleep(100);
+        }
+        assertEquals(1, big.code());
+        assertTrue(big.err().contains("exceeds the peer's receive buffer"), big.err());
+        server.get(90, TimeUnit.SECONDS);   // it ends when the client's connection does
+    }
+
+    private static void assertUsage(Run r, String says) {
+        assertEquals(2, r.code(), r.err());
+        assertTrue(r.err().contains(says), r.err());
+        assertTrue(r.err().contains("usage: jrdma perf"), r.err());
+    }
+}
