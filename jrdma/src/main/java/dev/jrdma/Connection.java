@@ -74,7 +74,10 @@ public final class Connection implements AutoCloseable {
     private volatile RdmaException failure;
 
     // Receive buffers and the 8-byte landing slots of atomics, one registration each.
-    private Arena memory;
+    private Arena memory;   // guarded by this once released
+    /** Messages delivered and not yet closed: their buffers must outlive a release. */
+    private final java.util.concurrent.atomic.AtomicInteger lentMessages = new java.util.concurrent.atomic.AtomicInteger();
+    private volatile boolean memoryFreeWanted;
     /** The device flushes ({@code WR_FLUSH}); else a flush is a 1-byte read after the writes. */
     private boolean nativeFlush;
     private MemoryRegistration receiveMr;
@@ -130,13 +133,21 @@ public final class Connection implements AutoCloseable {
     private volatile BiConsumer<Connection, Message> onReceive;
     private volatile Consumer<Connection> onDisconnect;
     private boolean tearingDown;
+    /** The IO thread is inside this connection's poll (on that thread only). */
+    private boolean polling;
     private long teardownDeadline;
 
     private final CompletionSink sink = this::onCompletion;
     final IoThread.Source source = new IoThread.Source() {
         @Override
         public int poll() {
-            int n = cq.poll(sink, 32);
+            polling = true;
+            int n;
+            try {
+                n = cq.poll(sink, 32);
+            } finally {
+                polling = false;
+            }
             if (tearingDown && n == 0 && (drained() || System.nanoTime() > teardownDeadline)) {
                 release();
             }
@@ -1156,6 +1167,7 @@ public final class Connection implements AutoCloseable {
         }
         boolean write = opcode == WorkCompletion.OP_RECV_RDMA_WITH_IMM;
         MemorySegment data = receiveMr.memory().asSlice((long) buffer * receiveSize, write ? 0 : byteLen);
+        lentMessages.incrementAndGet();
         deliver(new Message(this, buffer, data, byteLen, withImm, imm, write));
     }
 
@@ -1199,6 +1211,22 @@ public final class Connection implements AutoCloseable {
             if (state == ConnectionState.ESTABLISHED) {
                 postReceive(buffer);
             }
+        }
+        if (lentMessages.decrementAndGet() == 0 && memoryFreeWanted) {
+            freeMemory();
+        }
+    }
+
+    /**
+     * Frees the receive buffers and scratch words, once the connection is released and no
+     * message is lent out (a {@link Message}'s data stays valid until it is closed, also when
+     * the connection ends first). Idempotent.
+     */
+    synchronized void freeMemory() {
+        if (memory != null) {
+            memory.close();
+            memory = null;
+            rdma.memoryFreed(this);
         }
     }
 
@@ -1253,6 +1281,17 @@ public final class Connection implements AutoCloseable {
 
     /** The peer disconnected (or the device went away): flush, fail, free. On the IO thread. */
     void peerDisconnected() {
+        // What the peer sent before it left comes first, as on a wire: on shm its last acks and
+        // messages sit in the shared ring while its socket already says it closed. Take them
+        // (on this connection's IO thread, where this runs) before failing what is outstanding;
+        // not from inside a poll, whose queue pair found the end in its stream, after the rest.
+        if (cq != null && !polling && !tearingDown && !released.isDone()) {
+            for (int i = 0; i < 64; i++) {
+                if (cq.poll(sink, 32) + cq.takeServed() == 0) {
+                    break;
+                }
+            }
+        }
         startTeardown(new ConnectionClosedException("the peer at " + remoteAddress + " disconnected"));
     }
 
@@ -1314,8 +1353,11 @@ public final class Connection implements AutoCloseable {
         if (scratchMr != null) {
             scratchMr.close();
         }
-        if (memory != null) {
-            memory.close();
+        memoryFreeWanted = true;
+        if (lentMessages.get() == 0) {
+            freeMemory();
+        } else {
+            rdma.memoryHeld(this);   // freed when the last lent message closes, or when the Rdma closes
         }
         rdma.forget(this);
         if (server != null) {

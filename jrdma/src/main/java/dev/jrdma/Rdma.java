@@ -524,6 +524,20 @@ public final class Rdma implements AutoCloseable {
         throw new IllegalStateException();
     }
 
+    /** Released connections whose receive buffers wait for lent messages to close; freed at close at the latest. */
+    private final Set<Connection> holdingMemory = ConcurrentHashMap.newKeySet();
+
+    void memoryHeld(Connection c) {
+        holdingMemory.add(c);
+        if (closed) {
+            c.freeMemory();
+        }
+    }
+
+    void memoryFreed(Connection c) {
+        holdingMemory.remove(c);
+    }
+
     void forget(Connection c) {
         connections.remove(c);
         byQpNum.values().remove(c);
@@ -711,6 +725,9 @@ public final class Rdma implements AutoCloseable {
         }
         for (RegionResources r : List.copyOf(regions)) {
             r.close();
+        }
+        for (Connection c : List.copyOf(holdingMemory)) {
+            c.freeMemory();   // messages still open: their data is gone with the Rdma
         }
         pool.close();
         device.close();

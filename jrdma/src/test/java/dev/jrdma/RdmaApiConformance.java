@@ -266,4 +266,20 @@ abstract class RdmaApiConformance {
                     ConnectionConfig.defaults().rdAtomicFor(client.capabilities()), "maxRdAtomic defaults to the device's");
         }
     }
+
+    @Test
+    void aMessageStaysReadableUntilItIsClosedAlsoWhenItsConnectionEndsFirst() throws Exception {
+        try (TestPair p = TestPair.open(transport(), CompletionMode.ADAPTIVE)) {
+            CompletableFuture<Message> reply = p.conn().receive();
+            LocalRegion buf = p.client().allocate(64);
+            buf.segment().fill((byte) 0x5c);
+            p.conn().sendSync(buf);
+            Message m = reply.get(T, TimeUnit.SECONDS);
+            p.conn().close();
+            assertEquals(ConnectionState.CLOSED, p.conn().state());
+            assertEquals(0x5c, m.data().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 63), "its buffer outlives the connection");
+            m.close();
+            assertThrows(IllegalStateException.class, m::data);
+        }
+    }
 }

@@ -52,6 +52,17 @@ public final class PerfCommand {
                         results = client.runAll();
                         provider = client.providerName();
                         device = client.deviceName();
+                    } catch (RuntimeException e) {
+                        // The client's view ("the peer disconnected") hides why: say what the server saw.
+                        try {
+                            served.get(10, TimeUnit.SECONDS);
+                        } catch (java.util.concurrent.ExecutionException s) {
+                            e.addSuppressed(s.getCause());
+                            err.println("jrdma perf: the server failed: " + s.getCause());
+                        } catch (java.util.concurrent.TimeoutException s) {
+                            err.println("jrdma perf: the server did not end within 10 s of the client's failure");
+                        }
+                        throw e;
                     }
                     served.get(60, TimeUnit.SECONDS);
                     t.join(TimeUnit.SECONDS.toMillis(10));
@@ -67,6 +78,9 @@ public final class PerfCommand {
         } catch (Exception e) {
             Throwable cause = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null ? e.getCause() : e;
             err.println("jrdma perf: " + cause.getMessage());
+            if (Boolean.getBoolean("jrdma.perf.debug")) {
+                cause.printStackTrace(err);
+            }
             return 1;
         }
     }

@@ -28,9 +28,9 @@ final class PerfControl {
     }
 
     /**
-     * Sends a control message and waits for its completion, except BYE: that needs the peer's
-     * acknowledgement, which a server that has stopped polling never sends; the close that
-     * follows flushes it.
+     * Sends a control message and waits for its completion, except BYE and ENDED: the last
+     * message of a run needs the peer's acknowledgement, which a peer that stopped polling or
+     * closed never sends (and the next message from the peer tells anyway that it arrived).
      */
     static void send(Rdma rdma, Connection c, LocalRegion buf, int kind, int a, int b, int d) {
         buf.segment().set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), 0, kind);
@@ -38,7 +38,7 @@ final class PerfControl {
         buf.segment().set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), 8, b);
         buf.segment().set(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), 12, d);
         CompletableFuture<Void> f = c.sendWithImm(IMM, buf.slice(0, BYTES));
-        if (kind != BYE) {
+        if (kind != BYE && kind != ENDED) {
             await(rdma, c, f, "sending a control message");
         }
     }

@@ -87,7 +87,15 @@ final class PerfServer implements AutoCloseable {
         RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
         int sizes = 0;
         while (true) {
-            int[] start = PerfControl.expect(rdma, c, PerfControl.START);
+            int[] start;
+            try {
+                start = PerfControl.expect(rdma, c, PerfControl.START);
+            } catch (RdmaException e) {
+                if (sizes > 0 && c.state() != ConnectionState.ESTABLISHED) {
+                    return sizes;   // the client closed after its last size, its BYE unseen: the run is over
+                }
+                throw e;
+            }
             if (start[0] == PerfControl.BYE) {
                 return sizes;
             }

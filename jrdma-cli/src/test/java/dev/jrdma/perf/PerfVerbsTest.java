@@ -1,0 +1,65 @@
+package dev.jrdma.perf;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * {@code jrdma perf} on real verbs: a server on one Soft-RoCE device and a client on the other
+ * (two commands, as perftest is run), each test once with a few hundred iterations.
+ */
+@Tag("verbs")
+class PerfVerbsTest {
+    private static int nextPort = 19000 + (int) (ProcessHandle.current().pid() % 500) * 8;
+
+    private static String env(String name, String vmName) {
+        String v = System.getenv(name);
+        if (v == null || v.isBlank()) {
+            v = System.getenv(vmName);
+        }
+        if (v == null || v.isBlank()) {
+            fail("the verbs suite needs " + name + " (or " + vmName + ", set by scripts/softroce-vm): run it with scripts/verbs-suite");
+        }
+        return v;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"write_lat", "read_lat", "send_lat", "atomic_lat", "write_bw", "read_bw", "send_bw", "atomic_bw"})
+    void everyTestBetweenTwoDevices(String test) throws Exception {
+        String serverDevice = env("JRDMA_VERBS_SERVER_DEVICE", "JRDMA_VM_DEV0");
+        String clientDevice = env("JRDMA_VERBS_CLIENT_DEVICE", "JRDMA_VM_DEV1");
+        String ip = env("JRDMA_VERBS_SERVER_IP", "JRDMA_VM_IP0");
+        String port = String.valueOf(nextPort++);
+        String size = test.startsWith("atomic") ? "8" : "4096";
+        CompletableFuture<PerfCommandTest.Run> server = CompletableFuture.supplyAsync(() -> PerfCommandTest.perf(test,
+                "--provider", "verbs", "-d", serverDevice, "--bind", ip, "-p", port, "-s", size));
+        PerfCommandTest.Run client = null;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (System.nanoTime() < deadline) {   // until the server listens
+            client = PerfCommandTest.perf(test, "--provider", "verbs", "-d", clientDevice, "-p", port, "-s", size, "-n", "300",
+                    "--json", ip);
+            if (client.code() == 0 || !client.err().contains("refused")) {
+                break;
+            }
+            Thread.sleep(200);
+        }
+        assertEquals(0, client.code(), client.err());
+        assertTrue(client.out().contains("\"provider\":\"verbs\"") && client.out().contains("\"device\":\"" + clientDevice + "\""),
+                client.out());
+        assertEquals(List.of(Double.parseDouble(size)), PerfCommandTest.field(client.out(), "bytes"));
+        if (test.endsWith("_lat")) {
+            assertTrue(PerfCommandTest.field(client.out(), "p50_us").get(0) > 0, client.out());
+        } else {
+            assertTrue(PerfCommandTest.field(client.out(), "bw_avg_MBps").get(0) > 0, client.out());
+        }
+        assertEquals(0, server.get(120, TimeUnit.SECONDS).code(), server.get().err());
+    }
+}
