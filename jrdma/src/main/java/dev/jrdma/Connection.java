@@ -1281,6 +1281,10 @@ public final class Connection implements AutoCloseable {
 
     /** The peer disconnected (or the device went away): flush, fail, free. On the IO thread. */
     void peerDisconnected() {
+        ConnectionClosedException why = new ConnectionClosedException("the peer at " + remoteAddress + " disconnected");
+        if (failure == null) {
+            failure = why;   // the reason, before the drain below meets requests the device flushed
+        }
         // What the peer sent before it left comes first, as on a wire: on shm its last acks and
         // messages sit in the shared ring while its socket already says it closed. Take them
         // (on this connection's IO thread, where this runs) before failing what is outstanding;
@@ -1292,7 +1296,7 @@ public final class Connection implements AutoCloseable {
                 }
             }
         }
-        startTeardown(new ConnectionClosedException("the peer at " + remoteAddress + " disconnected"));
+        startTeardown(why);
     }
 
     private void startTeardown(ConnectionClosedException why) {
