@@ -50,7 +50,16 @@ final class PerfControl {
 
     /** The next message, which must be the control message {@code kind}; its four ints. */
     static int[] expect(Rdma rdma, Connection c, int kind) {
-        try (Message m = next(rdma, c)) {
+        return expect(rdma, c, kind, TIMEOUT_NANOS);
+    }
+
+    /**
+     * As {@link #expect(Rdma, Connection, int)}, waiting up to {@code timeoutNanos}: a server
+     * waiting for the END of a one-sided test sees nothing of it (the device serves it) and
+     * must wait as long as the client runs, for as long as the connection is up.
+     */
+    static int[] expect(Rdma rdma, Connection c, int kind, long timeoutNanos) {
+        try (Message m = await(rdma, c, c.receive(), "waiting for the peer", timeoutNanos)) {
             if (m.imm().orElse(0) != IMM || m.byteCount() != BYTES) {
                 throw new RdmaException("jrdma perf: expected a control message, got " + m.byteCount() + " bytes of data"
                         + " (are both ends running the same test and sizes?)");
@@ -65,21 +74,27 @@ final class PerfControl {
     }
 
     static <T> T await(Rdma rdma, Connection c, CompletableFuture<T> f, String what) {
-        long deadline = System.nanoTime() + TIMEOUT_NANOS;
+        return await(rdma, c, f, what, TIMEOUT_NANOS);
+    }
+
+    static <T> T await(Rdma rdma, Connection c, CompletableFuture<T> f, String what, long timeoutNanos) {
+        long deadline = System.nanoTime() + Math.min(timeoutNanos, Long.MAX_VALUE / 2);
         while (!f.isDone()) {
             if (rdma.poll() == 0) {
                 if (c != null && c.state() != ConnectionState.ESTABLISHED && !f.isDone()) {
                     throw new RdmaException("jrdma perf: the connection ended while " + what + " (" + c.state() + ")");
                 }
                 if (System.nanoTime() > deadline) {
-                    throw new RdmaException("jrdma perf: nothing from the peer for 60 s while " + what);
+                    throw new RdmaException("jrdma perf: nothing from the peer for " + timeoutNanos / 1_000_000_000L + " s while " + what);
                 }
             }
         }
         try {
             return f.get();
         } catch (ExecutionException e) {
-            throw new RdmaException("jrdma perf: " + what + " failed: " + e.getCause().getMessage(), e.getCause());
+            Throwable cause = e.getCause();
+            throw new RdmaException("jrdma perf: " + what + " failed: "
+                    + (cause.getMessage() != null ? cause.getMessage() : cause.toString()), cause);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new RdmaException("jrdma perf: interrupted while " + what);

@@ -116,7 +116,7 @@ final class PerfServer implements AutoCloseable {
                 }
                 default -> { }   // one-sided: nothing of ours, polling serves them (tcp)
             }
-            PerfControl.expect(rdma, c, PerfControl.END);
+            PerfControl.expect(rdma, c, PerfControl.END, Long.MAX_VALUE);   // the client's run may be long
             PerfControl.send(rdma, c, control, PerfControl.ENDED, 0, 0, 0);
             sizes++;
         }
