@@ -13,7 +13,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** The README's main job, as run on a fresh machine: two processes of this host on the default provider. */
+/** The README's tour of the API, as run on a fresh machine: two processes of this host on the default provider. */
 class TourTest {
     @Test
     @Timeout(120)

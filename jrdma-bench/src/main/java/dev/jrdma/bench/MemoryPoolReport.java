@@ -62,7 +62,7 @@ public final class MemoryPoolReport {
                 .append(where).append(": provider `").append(provider).append("`")
                 .append(device.isEmpty() ? "" : ", device `" + device + "`").append(", JDK ")
                 .append(System.getProperty("java.version")).append(", ").append(Runtime.getRuntime().availableProcessors())
-                .append(" CPUs, ").append(cpuModel()).append(".\n\n");
+                .append(" CPUs, ").append(ReportText.cpuModel()).append(".\n\n");
         md.append("JMH average time per operation (1 fork, " + warmups + " x 1 s warm-up, 5 x 1 s measured; ± is JMH's 99.9% error).\n");
         md.append("`allocate` lends a block of the pool and zeroes the bytes asked for; `allocateUninitialized` skips\n");
         md.append("the zeroing; `register` is `rdma.register(segment, LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE)` and\n");
@@ -80,7 +80,7 @@ public final class MemoryPoolReport {
             if (e.getKey() == 4096) {
                 ratio4k = ra;
             }
-            md.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s |%n", bytes(e.getKey()), ns(a), ns(u), ns(g), times(ra), times(ru)));
+            md.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s |%n", bytes(e.getKey()), ReportText.ns(a, true), ReportText.ns(u, true), ReportText.ns(g, true), times(ra), times(ru)));
         }
         md.append(String.format(Locale.ROOT, "%nTarget: for 4 KiB the pool (allocate, zeroed) at least %.0fx faster than a registration: "
                 + "**%s, %s**.%n", TARGET_4K, times(ratio4k), ratio4k >= TARGET_4K ? "met" : "not met"));
@@ -89,10 +89,6 @@ public final class MemoryPoolReport {
         System.out.print(md);
     }
 
-    private static String ns(double[] v) {
-        return v[0] >= 10_000 ? String.format(Locale.ROOT, "%.1f µs ± %.1f", v[0] / 1000, v[1] / 1000)
-                : String.format(Locale.ROOT, "%.0f ns ± %.0f", v[0], v[1]);
-    }
 
     private static String times(double r) {
         return String.format(Locale.ROOT, r < 10 ? "%.1fx" : "%.0fx", r);
@@ -102,16 +98,4 @@ public final class MemoryPoolReport {
         return n >= 1 << 20 ? (n >> 20) + " MiB" : n >= 1024 ? (n >> 10) + " KiB" : n + " B";
     }
 
-    private static String cpuModel() {
-        try {
-            for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
-                if (line.startsWith("model name")) {
-                    return line.substring(line.indexOf(':') + 1).trim();
-                }
-            }
-        } catch (IOException e) {
-            // not Linux
-        }
-        return "CPU unknown";
-    }
 }

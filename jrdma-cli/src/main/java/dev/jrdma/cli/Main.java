@@ -11,6 +11,7 @@ public final class Main {
             commands:
               devices [-v] [-d NAME]   RDMA devices, ports, GIDs and capabilities (like ibv_devinfo)
               perf TEST [options]      perftest's tests (write_lat ... atomic_bw) on jrdma; 'jrdma perf' for its options
+              doctor                   checks this machine (JDK, native access, devices, GIDs, memlock) and says what to fix
               help                     this text
             """;
 
@@ -31,6 +32,7 @@ public final class Main {
         return switch (args[0]) {
             case "devices" -> DevicesCommand.run(rest, out, err);
             case "perf" -> dev.jrdma.perf.PerfCommand.run(rest, out, err);
+            case "doctor" -> dev.jrdma.doctor.DoctorCommand.run(rest, out, err);
             default -> {
                 err.println("jrdma: unknown command '" + args[0] + "'");
                 err.print(USAGE);

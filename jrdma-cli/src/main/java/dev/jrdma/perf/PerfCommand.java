@@ -16,6 +16,17 @@ public final class PerfCommand {
     private PerfCommand() {
     }
 
+    /** With --plot: draws the results and says where (after the table; on stderr for --json and --csv). */
+    private static void plot(PerfOptions o, String provider, List<PerfClient.Result> results, PrintStream out, PrintStream err)
+            throws java.io.IOException {
+        if (o.plot() == null) {
+            return;
+        }
+        java.nio.file.Path png = java.nio.file.Path.of(o.plot()).toAbsolutePath();
+        PerfPlot.write(png, o, provider, results);
+        (o.format().equals("text") ? out : err).println("Plot written to " + png);
+    }
+
     /** Exit code: 0 ok, 1 the run failed, 2 usage. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
         PerfOptions o;
@@ -36,7 +47,7 @@ public final class PerfCommand {
             }
             if (o.loopback()) {
                 PerfOptions serverOptions = new PerfOptions(o.test(), null, o.port() == 18515 ? 0 : o.port(), o.device(),
-                        o.provider(), o.sizes(), o.iterations(), o.txDepth(), true, o.format(), o.bind());
+                        o.provider(), o.sizes(), o.iterations(), o.txDepth(), true, o.format(), o.bind(), o.gidIndex(), null);
                 try (PerfServer server = new PerfServer(serverOptions)) {
                     CompletableFuture<Integer> served = new CompletableFuture<>();
                     Thread t = Thread.ofPlatform().name("jrdma-perf-server").daemon().start(() -> {
@@ -67,12 +78,14 @@ public final class PerfCommand {
                     served.get(60, TimeUnit.SECONDS);
                     t.join(TimeUnit.SECONDS.toMillis(10));
                     PerfReport.print(out, o, provider, device, results);
+                    plot(o, provider, results, out, err);
                 }
                 return 0;
             }
             try (PerfClient client = new PerfClient(o, new InetSocketAddress(o.host(), o.port()), err)) {
                 List<PerfClient.Result> results = client.runAll();
                 PerfReport.print(out, o, client.providerName(), client.deviceName(), results);
+                plot(o, client.providerName(), results, out, err);
             }
             return 0;
         } catch (Exception e) {

@@ -59,7 +59,18 @@ final class PerfControl {
      * must wait as long as the client runs, for as long as the connection is up.
      */
     static int[] expect(Rdma rdma, Connection c, int kind, long timeoutNanos) {
-        try (Message m = await(rdma, c, c.receive(), "waiting for the peer", timeoutNanos)) {
+        return expect(rdma, c, kind, timeoutNanos, false);
+    }
+
+    /**
+     * As {@link #expect(Rdma, Connection, int, long)}; with {@code idleSleep}, a poll that finds
+     * nothing is followed by a sleep of {@value #IDLE_SLEEP_NANOS} ns: for a server whose device
+     * serves the client's one-sided operations by itself (verbs, shm), as perftest's server
+     * waits in a blocking read meanwhile. Spinning there would take a CPU from the device's own
+     * work where that is software (rxe runs in the kernel, on the same CPUs).
+     */
+    static int[] expect(Rdma rdma, Connection c, int kind, long timeoutNanos, boolean idleSleep) {
+        try (Message m = await(rdma, c, c.receive(), "waiting for the peer", timeoutNanos, idleSleep)) {
             if (m.imm().orElse(0) != IMM || m.byteCount() != BYTES) {
                 throw new RdmaException("jrdma perf: expected a control message, got " + m.byteCount() + " bytes of data"
                         + " (are both ends running the same test and sizes?)");
@@ -78,13 +89,23 @@ final class PerfControl {
     }
 
     static <T> T await(Rdma rdma, Connection c, CompletableFuture<T> f, String what, long timeoutNanos) {
-        long deadline = System.nanoTime() + Math.min(timeoutNanos, Long.MAX_VALUE / 2);
+        return await(rdma, c, f, what, timeoutNanos, false);
+    }
+
+    static final long IDLE_SLEEP_NANOS = 200_000;
+
+    private static <T> T await(Rdma rdma, Connection c, CompletableFuture<T> f, String what, long timeoutNanos,
+                               boolean idleSleep) {
+        IdleDeadline idle = new IdleDeadline(timeoutNanos);
         while (!f.isDone()) {
             if (rdma.poll() == 0) {
+                if (idleSleep) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(IDLE_SLEEP_NANOS);
+                }
                 if (c != null && c.state() != ConnectionState.ESTABLISHED && !f.isDone()) {
                     throw new RdmaException("jrdma perf: the connection ended while " + what + " (" + c.state() + ")");
                 }
-                if (System.nanoTime() > deadline) {
+                if (idle.expired()) {
                     throw new RdmaException("jrdma perf: nothing from the peer for " + timeoutNanos / 1_000_000_000L + " s while " + what);
                 }
             }

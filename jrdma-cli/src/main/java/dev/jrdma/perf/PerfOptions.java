@@ -17,9 +17,12 @@ import java.util.List;
  * @param loopback   --loopback: server and client in this one command
  * @param format     text (perftest's table), json or csv
  * @param bind       --bind, the address the server listens on (default: all, or loopback with --loopback)
+ * @param gidIndex   -x, a GID index of the device (-1: none): the server listens on its address
+ * @param plot       --plot, a PNG file the client draws its results into (null: none)
  */
 public record PerfOptions(PerfTest test, String host, int port, String device, String provider, List<Integer> sizes,
-                          int iterations, int txDepth, boolean loopback, String format, String bind) {
+                          int iterations, int txDepth, boolean loopback, String format, String bind, int gidIndex,
+                          String plot) {
 
     static final String USAGE = """
             usage: jrdma perf TEST [options] [SERVER]
@@ -31,10 +34,14 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
               -a, --all              every size from 2 B to 8 MiB (send: to 1 MiB; atomics: 8 B)
               -n, --iters N          iterations per size (default 1000 for latency, 5000 for bandwidth)
               -t, --tx-depth N       operations in flight in bw tests (default 128)
+              -x, --gid-index N      GID index (verbs): the server listens on that GID's IP address, as
+                                     rdma_cm picks the GID from the address (a client's follows its route)
               --provider NAME        auto (default), verbs, tcp or shm
               --loopback             run server and client in this command
-              --bind ADDRESS         the server's address (default: all; 127.0.0.1 with --loopback)
+              --bind ADDRESS         the server's address (default: all; with --loopback 127.0.0.1, or on
+                                     verbs the device's first RoCE v2 IPv4 address)
               --json | --csv         machine-readable output instead of the table
+              --plot FILE.png        also draw the results: latency percentiles or bandwidth, by size
             """;
 
     /** The largest message the send tests use with -a: every receive buffer is this big. */
@@ -46,8 +53,8 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
             throw new IllegalArgumentException("which test? " + "(write_lat, read_lat, ...)");
         }
         PerfTest test = PerfTest.of(args[0]);
-        String host = null, device = null, provider = "auto", format = "text", bind = null;
-        int port = 18515, size = -1, iterations = -1, txDepth = 128;
+        String host = null, device = null, provider = "auto", format = "text", bind = null, plot = null;
+        int port = 18515, size = -1, iterations = -1, txDepth = 128, gidIndex = -1;
         boolean all = false, loopback = false;
         for (int i = 1; i < args.length; i++) {
             String a = args[i];
@@ -61,6 +68,8 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                 case "--provider" -> provider = value(args, ++i, a);
                 case "--loopback" -> loopback = true;
                 case "--bind" -> bind = value(args, ++i, a);
+                case "-x", "--gid-index" -> gidIndex = number(args, ++i, a, 0, 255);
+                case "--plot" -> plot = value(args, ++i, a);
                 case "--json" -> format = "json";
                 case "--csv" -> format = "csv";
                 default -> {
@@ -100,8 +109,14 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         if (iterations < 0) {
             iterations = test.latency() ? 1000 : 5000;
         }
+        if (plot != null && !plot.toLowerCase(java.util.Locale.ROOT).endsWith(".png")) {
+            throw new IllegalArgumentException("--plot writes a PNG: give a file name ending in .png, not '" + plot + "'");
+        }
+        if (plot != null && host == null && !loopback) {
+            throw new IllegalArgumentException("--plot is the client's (it has the results): give it with SERVER or --loopback");
+        }
         return new PerfOptions(test, host, port, device, provider, List.copyOf(sizes), iterations, txDepth, loopback,
-                format, bind);
+                format, bind, gidIndex, plot);
     }
 
     private static String value(String[] args, int i, String option) {

@@ -51,22 +51,45 @@ final class PerfServer implements AutoCloseable {
             int receiveBuffer = Math.max(64, o.test().send() ? o.maxSize() : 64);
             ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor())
                     .receiveBufferSize(receiveBuffer).receiveQueueDepth(RECEIVE_DEPTH).build();
-            this.listener = rdma.listen(address(o), config, accepted::set);
+            this.listener = rdma.listen(address(o, rdma), config, accepted::set);
         } catch (RuntimeException e) {
             rdma.close();
             throw e;
         }
     }
 
-    private static InetSocketAddress address(PerfOptions o) {
-        try {
-            if (o.bind() != null) {
-                return new InetSocketAddress(InetAddress.getByName(o.bind()), o.port());
-            }
-            return o.loopback() ? new InetSocketAddress(InetAddress.getLoopbackAddress(), o.port()) : new InetSocketAddress(o.port());
-        } catch (UnknownHostException e) {
-            throw new IllegalArgumentException("--bind " + o.bind() + ": unknown host", e);
+    /**
+     * Where to listen: --bind; else -x's GID address; else, with --loopback, loopback, or on verbs
+     * (where 127.0.0.1 has no RDMA device) the device's first RoCE v2 IPv4 address; else all.
+     */
+    private static InetSocketAddress address(PerfOptions o, Rdma rdma) {
+        boolean verbs = rdma.providerName().equals("verbs");
+        if (o.gidIndex() >= 0 && !verbs) {
+            throw new IllegalArgumentException("-x " + o.gidIndex() + " names a GID of an RDMA device, but this run's provider is "
+                    + rdma.providerName() + " (" + rdma.providerChoice() + ")");
         }
+        InetAddress gid = o.gidIndex() >= 0 ? GidAddresses.of(rdma.deviceName(), o.gidIndex()) : null;
+        if (o.bind() != null) {
+            InetAddress bind;
+            try {
+                bind = InetAddress.getByName(o.bind());
+            } catch (UnknownHostException e) {
+                throw new IllegalArgumentException("--bind " + o.bind() + ": unknown host", e);
+            }
+            if (gid != null && !gid.equals(bind)) {
+                throw new IllegalArgumentException("--bind " + o.bind() + " and -x " + o.gidIndex() + " disagree: GID "
+                        + o.gidIndex() + " of " + rdma.deviceName() + " is " + gid.getHostAddress());
+            }
+            return new InetSocketAddress(bind, o.port());
+        }
+        if (gid != null) {
+            return new InetSocketAddress(gid, o.port());
+        }
+        if (o.loopback()) {
+            return new InetSocketAddress(verbs ? GidAddresses.firstIpv4(rdma.deviceName()) : InetAddress.getLoopbackAddress(),
+                    o.port());
+        }
+        return new InetSocketAddress(o.port());
     }
 
     /** Where it listens (the port is the one chosen when -p 0). */
@@ -116,7 +139,10 @@ final class PerfServer implements AutoCloseable {
                 }
                 default -> { }   // one-sided: nothing of ours, polling serves them (tcp)
             }
-            PerfControl.expect(rdma, c, PerfControl.END, Long.MAX_VALUE);   // the client's run may be long
+            // The client's run may be long. One-sided tests need nothing of this side but on tcp,
+            // where this side's polling applies them: elsewhere it sleeps between looks.
+            boolean oneSided = test != PerfTest.WRITE_LAT && test != PerfTest.SEND_LAT && test != PerfTest.SEND_BW;
+            PerfControl.expect(rdma, c, PerfControl.END, Long.MAX_VALUE, oneSided && !rdma.providerName().equals("tcp"));
             PerfControl.send(rdma, c, control, PerfControl.ENDED, 0, 0, 0);
             sizes++;
         }
@@ -144,11 +170,11 @@ final class PerfServer implements AutoCloseable {
 
     private void awaitMark(Connection c, long at, byte m, int spinsPerPoll) {
         var seg = mine.segment();
-        long deadline = System.nanoTime() + PerfControl.TIMEOUT_NANOS;
+        IdleDeadline idle = new IdleDeadline(PerfControl.TIMEOUT_NANOS);
         int spins = 0;
         while ((byte) ValueLayout.JAVA_BYTE.varHandle().getVolatile(seg, at) != m) {
             if ((++spins & (spinsPerPoll - 1)) == 0 && rdma.poll() == 0 && (c.state() != ConnectionState.ESTABLISHED
-                    || System.nanoTime() > deadline)) {
+                    || idle.expired())) {
                 throw new RdmaException("jrdma perf: write_lat: the client stopped (" + c.state() + ")");
             }
         }

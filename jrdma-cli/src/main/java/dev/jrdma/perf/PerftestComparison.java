@@ -61,8 +61,11 @@ public final class PerftestComparison {
         String cp = System.getProperty("java.class.path");
         Map<Case, double[][]> got = new LinkedHashMap<>();   // case -> {perftest rounds, jrdma rounds}
         int port = 20000;
+        // -Djrdma.compare.only=read_lat,write_bw: a quick look at some tests (the report then has only those).
+        List<String> only = List.of(System.getProperty("jrdma.compare.only", "").split(","));
+        List<Case> cases = CASES.stream().filter(c -> only.equals(List.of("")) || only.contains(c.test())).toList();
         for (int r = 0; r < rounds; r++) {
-            for (Case c : CASES) {
+            for (Case c : cases) {
                 double[][] v = got.computeIfAbsent(c, k -> {
                     double[][] a = new double[2][rounds];
                     Arrays.fill(a[0], Double.NaN);

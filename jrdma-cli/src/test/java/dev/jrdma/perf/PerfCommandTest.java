@@ -135,6 +135,44 @@ class PerfCommandTest {
         server.get(90, TimeUnit.SECONDS);   // it ends when the client's connection does
     }
 
+    @Test
+    void plotsLatencyPercentilesAndBandwidthBySize(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path lat = dir.resolve("lat.png"), one = dir.resolve("sub/one.png"), bw = dir.resolve("bw.png");
+        Run a = perf("write_lat", "--provider", "shm", "--loopback", "-a", "-n", "20", "--plot", lat.toString());
+        assertEquals(0, a.code(), a.err());
+        assertTrue(a.out().contains("Plot written to " + lat.toAbsolutePath()), a.out());
+        Run b = perf("read_lat", "--provider", "tcp", "--loopback", "-n", "50", "--plot", one.toString(), "--json");
+        assertEquals(0, b.code(), b.err());
+        assertTrue(b.out().startsWith("{") && !b.out().contains("Plot written"), "JSON stays machine-readable: " + b.out());
+        assertTrue(b.err().contains("Plot written to " + one.toAbsolutePath()), b.err());
+        Run c = perf("write_bw", "--provider", "shm", "--loopback", "-n", "50", "-a", "--plot", bw.toString(), "--csv");
+        assertEquals(0, c.code(), c.err());
+        for (java.nio.file.Path png : List.of(lat, one, bw)) {
+            java.awt.image.BufferedImage img = javax.imageio.ImageIO.read(png.toFile());
+            assertTrue(img != null && img.getWidth() > 400 && img.getHeight() > 300, png + " is a PNG image");
+            // Something was drawn besides the white background and black axes: the series' colours.
+            boolean coloured = false;
+            for (int x = 0; x < img.getWidth() && !coloured; x += 2) {
+                for (int y = 0; y < img.getHeight() && !coloured; y += 2) {
+                    int rgb = img.getRGB(x, y) & 0xffffff, r = rgb >> 16, g = (rgb >> 8) & 0xff, bl = rgb & 0xff;
+                    coloured = Math.max(r, Math.max(g, bl)) - Math.min(r, Math.min(g, bl)) > 60;
+                }
+            }
+            assertTrue(coloured, png + " has its data drawn in colour");
+        }
+    }
+
+    @Test
+    void gidIndexAndPlotOptionsAreChecked() {
+        assertUsage(perf("write_lat", "--loopback", "--plot", "out.svg"), "--plot writes a PNG");
+        assertUsage(perf("write_lat", "--plot", "out.png"), "--plot is the client's");
+        assertUsage(perf("write_lat", "-x", "300"), "-x must be in 0..255");
+        // A GID index on a software provider: a clear failure, not a silent fallback.
+        Run x = perf("write_lat", "--provider", "shm", "--loopback", "-x", "1", "-n", "10");
+        assertEquals(1, x.code());
+        assertTrue(x.err().contains("-x 1 names a GID of an RDMA device, but this run's provider is shm"), x.err());
+    }
+
     private static void assertUsage(Run r, String says) {
         assertEquals(2, r.code(), r.err());
         assertTrue(r.err().contains(says), r.err());

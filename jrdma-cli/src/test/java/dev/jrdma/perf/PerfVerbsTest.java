@@ -62,4 +62,31 @@ class PerfVerbsTest {
         }
         assertEquals(0, server.get(120, TimeUnit.SECONDS).code(), server.get().err());
     }
+
+    /**
+     * {@code -x}: the server listens on the address of that GID; and {@code --loopback} on
+     * verbs, where 127.0.0.1 has no RDMA device, runs on the device's first RoCE v2 IPv4 address.
+     */
+    @org.junit.jupiter.api.Test
+    void gidIndexAndLoopbackOnVerbs() throws Exception {
+        String serverDevice = env("JRDMA_VERBS_SERVER_DEVICE", "JRDMA_VM_DEV0");
+        String ip = env("JRDMA_VERBS_SERVER_IP", "JRDMA_VM_IP0");
+        String gid = env("JRDMA_VERBS_GID_INDEX", "JRDMA_VM_GID_INDEX");
+        PerfCommandTest.Run loop = PerfCommandTest.perf("read_lat", "--provider", "verbs", "-d", serverDevice, "--loopback",
+                "-n", "200", "--json");
+        assertEquals(0, loop.code(), loop.err());
+        assertTrue(loop.out().contains("\"device\":\"" + serverDevice + "\""), loop.out());
+        PerfCommandTest.Run x = PerfCommandTest.perf("write_lat", "--provider", "verbs", "-d", serverDevice, "--loopback",
+                "-x", gid, "-n", "200", "--json");
+        assertEquals(0, x.code(), x.err());
+        // A GID index that names no address of this device, and one that disagrees with --bind.
+        PerfCommandTest.Run none = PerfCommandTest.perf("write_lat", "--provider", "verbs", "-d", serverDevice, "--loopback",
+                "-x", "200", "-n", "10");
+        assertEquals(1, none.code());
+        assertTrue(none.err().contains("-x 200: " + serverDevice + " port 1 has no valid GID at index 200"), none.err());
+        PerfCommandTest.Run disagree = PerfCommandTest.perf("write_lat", "--provider", "verbs", "-d", serverDevice, "--loopback",
+                "-x", gid, "--bind", "127.0.0.1", "-n", "10");
+        assertEquals(1, disagree.code());
+        assertTrue(disagree.err().contains("disagree: GID " + gid + " of " + serverDevice + " is " + ip), disagree.err());
+    }
 }

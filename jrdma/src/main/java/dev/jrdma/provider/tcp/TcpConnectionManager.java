@@ -4,6 +4,7 @@ import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.provider.tcp.ffi.Sockets;
 import dev.jrdma.provider.verbs.ffi.Errno;
 import dev.jrdma.provider.verbs.ffi.LibC;
+import dev.jrdma.runtime.PollThrottle;
 import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CmEventHandler;
 import dev.jrdma.spi.CmListener;
@@ -45,9 +46,7 @@ final class TcpConnectionManager implements ConnectionManager {
     private volatile boolean closed;
     /** Looks at the sockets at most this often while nothing happens. */
     private static final long CHECK_NANOS = 20_000;
-    private long lastCheck;
-    private boolean busy;
-    private int calls;
+    private final PollThrottle throttle = new PollThrottle(CHECK_NANOS);
 
     TcpConnectionManager(TcpDevice device) {
         this.device = device;
@@ -178,14 +177,9 @@ final class TcpConnectionManager implements ConnectionManager {
         }
         // Called on every pass of a busy IO thread; connection set-up is not latency-critical, so
         // look (a syscall) at most every CHECK_NANOS unless something was found last time.
-        if (!busy && (++calls & 15) != 0) {
-            return 0;   // the clock is read every 16th call only
-        }
-        long now = System.nanoTime();
-        if (!busy && now - lastCheck < CHECK_NANOS) {
+        if (!throttle.due()) {
             return 0;
         }
-        lastCheck = now;
         int n = Sockets.epollWait(epfd, events, MAX_EVENTS, 0);
         int handled = 0;
         for (int i = 0; i < n; i++) {
@@ -211,7 +205,7 @@ final class TcpConnectionManager implements ConnectionManager {
             handled++;
         }
         if (!handshaking.isEmpty()) {
-            now = System.nanoTime();
+            long now = System.nanoTime();
             List<TcpCmEndpoint> late = new ArrayList<>();
             synchronized (this) {
                 for (TcpCmEndpoint e : handshaking) {
@@ -225,7 +219,7 @@ final class TcpConnectionManager implements ConnectionManager {
                 handled++;
             }
         }
-        busy = handled > 0 || !handshaking.isEmpty();
+        throttle.looked(handled > 0 || !handshaking.isEmpty());
         return handled;
     }
 

@@ -39,6 +39,9 @@ final class VerbsConnectionManager implements ConnectionManager {
     /** Every live id (listeners and endpoints) by its address. */
     private final Map<Long, Object> ids = new HashMap<>();
     private boolean closed;
+    /** Looks at the event channel at most this often while nothing happens. */
+    private static final long CHECK_NANOS = 20_000;
+    private final dev.jrdma.runtime.PollThrottle throttle = new dev.jrdma.runtime.PollThrottle(CHECK_NANOS);
 
     VerbsConnectionManager(VerbsDevice device) {
         this.device = device;
@@ -108,6 +111,11 @@ final class VerbsConnectionManager implements ConnectionManager {
 
     @Override
     public int processEvents(CmEventHandler handler) {
+        // Called on every pass of the IO thread; rdma_get_cm_event on the non-blocking channel is a
+        // read(2) even when there is nothing, which a spinning data path must not pay each pass.
+        if (closed || !throttle.due()) {
+            return 0;
+        }
         int n = 0;
         MemorySegment event;
         while (!closed && (event = LibRdmacm.tryGetCmEvent(channel, eventOut)) != null) {
@@ -124,6 +132,7 @@ final class VerbsConnectionManager implements ConnectionManager {
             LibRdmacm.ackCmEvent(event);
             dispatch(handler, type, status, privateData, owner, listener, newId);
         }
+        throttle.looked(n > 0);
         return n;
     }
 

@@ -1,0 +1,82 @@
+package dev.jrdma.perf;
+
+import dev.jrdma.provider.verbs.VerbsDevices;
+import dev.jrdma.provider.verbs.VerbsDevices.DeviceInfo;
+import dev.jrdma.provider.verbs.VerbsDevices.GidInfo;
+import dev.jrdma.provider.verbs.VerbsDevices.PortInfo;
+import dev.jrdma.provider.verbs.ffi.IbvGidEntry;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The IP address behind a GID: what {@code -x} means for {@code jrdma perf}. perftest's
+ * {@code -x} picks the GID of the QP's address vector; with rdma_cm the GID follows from the
+ * IP address a connection uses (and RoCE v2), so jrdma perf turns the index into that address:
+ * the server listens on it, and {@code --loopback} on verbs connects to it.
+ */
+final class GidAddresses {
+    private static final byte[] V4_MAPPED = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff};
+
+    private GidAddresses() {
+    }
+
+    /** The address of GID {@code index} of {@code device} (null: the first device), port 1. */
+    static InetAddress of(String device, int index) {
+        DeviceInfo d = device(device);
+        PortInfo p = d.ports().get(0);
+        for (GidInfo g : p.gids()) {
+            if (g.index() == index) {
+                return address(g.gid());
+            }
+        }
+        throw new IllegalArgumentException("-x " + index + ": " + d.name() + " port 1 has no valid GID at index " + index
+                + " (valid: " + p.gids().stream().map(g -> g.index() + " " + describe(g)).toList() + ")");
+    }
+
+    /** The first RoCE v2 IPv4 GID's address of {@code device}, port 1: what --loopback on verbs connects to. */
+    static InetAddress firstIpv4(String device) {
+        DeviceInfo d = device(device);
+        PortInfo p = d.ports().get(0);
+        for (GidInfo g : p.gids()) {
+            if (g.type() == IbvGidEntry.GID_TYPE_ROCE_V2 && mapped(g.gid())) {
+                return address(g.gid());
+            }
+        }
+        throw new IllegalArgumentException(d.name() + " port 1 has no RoCE v2 IPv4 GID to run --loopback on (GIDs: "
+                + p.gids().stream().map(g -> g.index() + " " + describe(g)).toList()
+                + "); give the address with --bind, or the GID with -x");
+    }
+
+    private static DeviceInfo device(String name) {
+        List<DeviceInfo> all = VerbsDevices.describeAll();
+        for (DeviceInfo d : all) {
+            if (name == null || name.equals(d.name())) {
+                if (d.ports().isEmpty()) {
+                    throw new IllegalArgumentException(d.name() + " has no port");
+                }
+                return d;
+            }
+        }
+        throw new IllegalArgumentException(name == null ? "no RDMA device (ibv_get_device_list lists none)"
+                : "no RDMA device named '" + name + "' (there are " + all.stream().map(DeviceInfo::name).toList() + ")");
+    }
+
+    static boolean mapped(byte[] gid) {
+        return Arrays.equals(gid, 0, 12, V4_MAPPED, 0, 12);
+    }
+
+    static InetAddress address(byte[] gid) {
+        try {
+            return mapped(gid) ? InetAddress.getByAddress(Arrays.copyOfRange(gid, 12, 16)) : InetAddress.getByAddress(gid);
+        } catch (UnknownHostException e) {
+            throw new IllegalStateException("a GID of 16 bytes is an IPv6 address", e);
+        }
+    }
+
+    private static String describe(GidInfo g) {
+        return address(g.gid()).getHostAddress() + " (" + IbvGidEntry.gidTypeName(g.type()) + ")";
+    }
+}
