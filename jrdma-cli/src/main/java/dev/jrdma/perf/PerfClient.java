@@ -83,7 +83,7 @@ final class PerfClient implements AutoCloseable {
 
     private Result run(int size) {
         int n = options.iterations();
-        int warm = Math.min(n, WARM_UP_MAX);
+        int warm = options.warmUp() >= 0 ? options.warmUp() : Math.min(n, WARM_UP_MAX);
         PerfTest test = options.test();
         PerfControl.send(rdma, c, control, PerfControl.START, test.ordinal(), size, warm + n);
         PerfControl.expect(rdma, c, PerfControl.READY);

@@ -19,10 +19,11 @@ import java.util.List;
  * @param bind       --bind, the address the server listens on (default: all, or loopback with --loopback)
  * @param gidIndex   -x, a GID index of the device (-1: none): the server listens on its address
  * @param plot       --plot, a PNG file the client draws its results into (null: none)
+ * @param warmUp     --warmup, untimed iterations before each size (-1: as many as -n, at most 10 000)
  */
 public record PerfOptions(PerfTest test, String host, int port, String device, String provider, List<Integer> sizes,
                           int iterations, int txDepth, boolean loopback, String format, String bind, int gidIndex,
-                          String plot) {
+                          String plot, int warmUp) {
 
     static final String USAGE = """
             usage: jrdma perf TEST [options] [SERVER]
@@ -42,6 +43,8 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                                      verbs the device's first RoCE v2 IPv4 address)
               --json | --csv         machine-readable output instead of the table
               --plot FILE.png        also draw the results: latency percentiles or bandwidth, by size
+              --warmup N             untimed iterations before each size (default: -n's, at most 10000);
+                                     where the JIT is slow to settle (an emulated CPU) more gives steady state
             """;
 
     /** The largest message the send tests use with -a: every receive buffer is this big. */
@@ -54,7 +57,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         }
         PerfTest test = PerfTest.of(args[0]);
         String host = null, device = null, provider = "auto", format = "text", bind = null, plot = null;
-        int port = 18515, size = -1, iterations = -1, txDepth = 128, gidIndex = -1;
+        int port = 18515, size = -1, iterations = -1, txDepth = 128, gidIndex = -1, warmUp = -1;
         boolean all = false, loopback = false;
         for (int i = 1; i < args.length; i++) {
             String a = args[i];
@@ -70,6 +73,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                 case "--bind" -> bind = value(args, ++i, a);
                 case "-x", "--gid-index" -> gidIndex = number(args, ++i, a, 0, 255);
                 case "--plot" -> plot = value(args, ++i, a);
+                case "--warmup" -> warmUp = number(args, ++i, a, 0, 100_000_000);
                 case "--json" -> format = "json";
                 case "--csv" -> format = "csv";
                 default -> {
@@ -116,7 +120,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
             throw new IllegalArgumentException("--plot is the client's (it has the results): give it with SERVER or --loopback");
         }
         return new PerfOptions(test, host, port, device, provider, List.copyOf(sizes), iterations, txDepth, loopback,
-                format, bind, gidIndex, plot);
+                format, bind, gidIndex, plot, warmUp);
     }
 
     private static String value(String[] args, int i, String option) {

@@ -167,6 +167,10 @@ class PerfCommandTest {
         assertUsage(perf("write_lat", "--loopback", "--plot", "out.svg"), "--plot writes a PNG");
         assertUsage(perf("write_lat", "--plot", "out.png"), "--plot is the client's");
         assertUsage(perf("write_lat", "-x", "300"), "-x must be in 0..255");
+        assertUsage(perf("write_lat", "--warmup", "-1"), "--warmup must be in 0..100000000");
+        Run noWarmUp = perf("read_lat", "--provider", "tcp", "--loopback", "--warmup", "0", "-n", "20", "--json");
+        assertEquals(0, noWarmUp.code(), noWarmUp.err());
+        assertEquals(List.of(20.0), field(noWarmUp.out().substring(noWarmUp.out().indexOf("\"results\"")), "iterations"));
         // A GID index on a software provider: a clear failure, not a silent fallback.
         Run x = perf("write_lat", "--provider", "shm", "--loopback", "-x", "1", "-n", "10");
         assertEquals(1, x.code());
