@@ -34,25 +34,18 @@ import javax.imageio.ImageIO;
  */
 public final class PerftestComparison {
     /** A measurement: what is compared (latency: t_typical in us, lower is better; bandwidth: MB/s average). */
-    /**
-     * A measurement: what is compared (latency: t_typical in us, lower is better; bandwidth: MB/s
-     * average). {@code warmUp}: jrdma perf's untimed iterations first. Under the VM's emulated CPU
-     * the JIT needs many thousands of operations to reach compiled code, which perftest (C) does
-     * not; the ping-pong tests wait ~4 ms per iteration for the vCPU switch, so they keep the default.
-     */
-    record Case(String test, int size, int iterations, int warmUp) {
+    record Case(String test, int size, int iterations) {
         boolean latency() {
             return test.endsWith("_lat");
         }
     }
 
     private static final List<Case> CASES = List.of(
-            new Case("write_lat", 2, 2000, 2000), new Case("read_lat", 2, 2000, 20000), new Case("send_lat", 2, 2000, 2000),
-            new Case("atomic_lat", 8, 2000, 20000),
-            new Case("write_bw", 4096, 5000, 20000), new Case("write_bw", 65536, 2000, 5000),
-            new Case("write_bw", 1 << 20, 300, 300),
-            new Case("read_bw", 4096, 5000, 20000), new Case("read_bw", 65536, 2000, 5000), new Case("read_bw", 1 << 20, 300, 300),
-            new Case("send_bw", 4096, 5000, 20000), new Case("send_bw", 65536, 2000, 5000), new Case("atomic_bw", 8, 5000, 20000));
+            new Case("write_lat", 2, 2000), new Case("read_lat", 2, 2000), new Case("send_lat", 2, 2000),
+            new Case("atomic_lat", 8, 2000),
+            new Case("write_bw", 4096, 5000), new Case("write_bw", 65536, 2000), new Case("write_bw", 1 << 20, 300),
+            new Case("read_bw", 4096, 5000), new Case("read_bw", 65536, 2000), new Case("read_bw", 1 << 20, 300),
+            new Case("send_bw", 4096, 5000), new Case("send_bw", 65536, 2000), new Case("atomic_bw", 8, 5000));
 
     private PerftestComparison() {
     }
@@ -92,7 +85,7 @@ public final class PerftestComparison {
                     } else {
                         List<String> jp = List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp", cp, "dev.jrdma.cli.Main", "perf",
                                 c.test(), "--provider", "verbs", "-s", String.valueOf(c.size()), "-n", String.valueOf(c.iterations()),
-                                "--warmup", String.valueOf(c.warmUp()), "-p", String.valueOf(port));
+                                "-p", String.valueOf(port));
                         server = concat(jp, List.of("-d", dev0, "--bind", ip));
                         client = concat(jp, List.of("-d", dev1, "--csv", ip));
                     }
@@ -189,18 +182,15 @@ public final class PerftestComparison {
                 .append("of times longer: a per-operation CPU cost (JIT-compiled Java around each post and poll, against perftest's C)\n")
                 .append("that is small on hardware shows up here as a large share of the time. With single-threaded emulation, a\n")
                 .append("ping-pong (write_lat, send_lat) also waits for the switch between the two vCPUs (about 4 ms), for both\n")
-                .append("tools alike. Missed targets here say where jrdma spends CPU per operation, not what a NIC would show.\n")
-                .append("jrdma perf runs the `--warmup` column's untimed iterations first (perftest, in C, has no JIT to warm):\n")
-                .append("under emulation the JIT needs many thousands of operations before the loop runs compiled code.\n\n");
-        md.append("| test | bytes | iterations | jrdma --warmup | perftest | jrdma | jrdma / perftest | target | met |\n"
-                + "|---|---:|---:|---:|---:|---:|---:|---|---|\n");
+                .append("tools alike. Missed targets here say where jrdma spends CPU per operation, not what a NIC would show.\n\n");
+        md.append("| test | bytes | iterations | perftest | jrdma | jrdma / perftest | target | met |\n|---|---:|---:|---:|---:|---:|---|---|\n");
         for (Map.Entry<Case, double[][]> e : got.entrySet()) {
             Case c = e.getKey();
             double p = median(e.getValue()[0]), j = median(e.getValue()[1]);
             double ratio = j / p;
             boolean met = c.latency() ? ratio <= 1.10 : ratio >= 0.90;
-            md.append(String.format(Locale.ROOT, "| %s | %d | %d | %d | %.2f %s | %.2f %s | %.2f | %s | %s |%n", c.test(), c.size(),
-                    c.iterations(), c.warmUp(), p, c.latency() ? "us" : "MB/s", j, c.latency() ? "us" : "MB/s", ratio,
+            md.append(String.format(Locale.ROOT, "| %s | %d | %d | %.2f %s | %.2f %s | %.2f | %s | %s |%n", c.test(), c.size(),
+                    c.iterations(), p, c.latency() ? "us" : "MB/s", j, c.latency() ? "us" : "MB/s", ratio,
                     c.latency() ? "<= 1.10" : ">= 0.90", Double.isNaN(ratio) ? "no result" : met ? "yes" : "**no**"));
         }
         md.append("\nEvery round: ");
