@@ -6,9 +6,7 @@ import java.awt.Font;
 import java.awt.Graphics2D;
 import java.awt.RenderingHints;
 import java.awt.image.BufferedImage;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -106,35 +104,43 @@ public final class PerftestComparison {
     }
 
     /** Runs the server, then the client (retrying until the server listens); the client's figure, NaN on failure. */
+    /** The longest one client run may take (the slowest case takes about a minute in the VM). */
+    static final long ATTEMPT_SECONDS = 600;
+
     private static double measure(List<String> server, List<String> client, Case c, boolean perftest) throws Exception {
         Process s = new ProcessBuilder(server).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         try {
-            for (int attempt = 0; attempt < 40; attempt++) {
-                Thread.sleep(attempt == 0 ? 1500 : 500);
-                Process p = new ProcessBuilder(client).redirectErrorStream(true).start();
-                List<String> lines = new ArrayList<>();
-                try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                    for (String line; (line = r.readLine()) != null; ) {
-                        lines.add(line);
+            // Each attempt, and all of them together, are bounded: the client's output goes to a
+            // file, so a client that hangs is cut off by waitFor (a reader of its pipe would block).
+            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(15);
+            Path output = Files.createTempFile("jrdma-compare", ".out");
+            try {
+                for (int attempt = 0; attempt < 40 && System.nanoTime() < deadline; attempt++) {
+                    Thread.sleep(attempt == 0 ? 1500 : 500);
+                    Process p = new ProcessBuilder(client).redirectErrorStream(true).redirectOutput(output.toFile()).start();
+                    if (!p.waitFor(ATTEMPT_SECONDS, TimeUnit.SECONDS)) {
+                        p.destroyForcibly();
+                        System.err.println("no result from " + String.join(" ", client) + " within " + ATTEMPT_SECONDS + " s:\n"
+                                + Files.readString(output, java.nio.charset.StandardCharsets.ISO_8859_1));
+                        return Double.NaN;
+                    }
+                    List<String> lines = Files.readAllLines(output, java.nio.charset.StandardCharsets.ISO_8859_1);
+                    double v = perftest ? parsePerftest(lines, c) : parseJrdma(lines, c);
+                    if (!Double.isNaN(v)) {
+                        return v;
+                    }
+                    String said = String.join("\n", lines);
+                    // The server may not listen yet (a JVM starts slowly under an emulated CPU): try again.
+                    if (!said.toLowerCase(Locale.ROOT).contains("refused") && !said.contains("Couldn't connect")
+                            && !said.contains("connecting to")) {
+                        System.err.println("no result from " + String.join(" ", client) + ":\n" + String.join("\n", lines));
+                        return Double.NaN;
                     }
                 }
-                if (!p.waitFor(300, TimeUnit.SECONDS)) {
-                    p.destroyForcibly();
-                    return Double.NaN;
-                }
-                double v = perftest ? parsePerftest(lines, c) : parseJrdma(lines, c);
-                if (!Double.isNaN(v)) {
-                    return v;
-                }
-                String said = String.join("\n", lines);
-                // The server may not listen yet (a JVM starts slowly under an emulated CPU): try again.
-                if (!said.toLowerCase(Locale.ROOT).contains("refused") && !said.contains("Couldn't connect")
-                        && !said.contains("connecting to")) {
-                    System.err.println("no result from " + String.join(" ", client) + ":\n" + String.join("\n", lines));
-                    return Double.NaN;
-                }
+                return Double.NaN;
+            } finally {
+                Files.deleteIfExists(output);
             }
-            return Double.NaN;
         } finally {
             s.destroy();
             if (!s.waitFor(10, TimeUnit.SECONDS)) {
