@@ -15,11 +15,9 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
-import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.stream.Stream;
@@ -100,7 +98,7 @@ public record EnvironmentFacts(Runtime.Version jdkVersion, boolean nativeAccess,
         for (PortInfo p : d.ports()) {
             List<Gid> gids = new ArrayList<>();
             for (GidInfo g : p.gids()) {
-                InetAddress a = address(g.gid());
+                InetAddress a = g.ipAddress();
                 gids.add(new Gid(g.index(), a == null ? g.text() : a.getHostAddress(), IbvGidEntry.gidTypeName(g.type()), a,
                         netdev(g.ndevIfindex())));
             }
@@ -113,26 +111,6 @@ public record EnvironmentFacts(Runtime.Version jdkVersion, boolean nativeAccess,
                     LibIbverbs.mtuBytes(p.activeMtu()), List.copyOf(gids)));
         }
         return new Device(d.name(), List.copyOf(ports));
-    }
-
-    /** The IP address a GID stands for: IPv4-mapped, or any IPv6 one but the all-zero GID. */
-    static InetAddress address(byte[] gid) {
-        boolean zero = true;
-        for (byte b : gid) {
-            zero &= b == 0;
-        }
-        if (zero) {
-            return null;
-        }
-        try {
-            boolean mapped = true;
-            for (int i = 0; i < 12; i++) {
-                mapped &= gid[i] == (i < 10 ? 0 : (byte) 0xff);
-            }
-            return InetAddress.getByAddress(mapped ? Arrays.copyOfRange(gid, 12, 16) : gid);
-        } catch (UnknownHostException e) {
-            return null;
-        }
     }
 
     private static String netdev(int ifindex) {

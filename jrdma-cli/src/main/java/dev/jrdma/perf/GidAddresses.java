@@ -7,8 +7,6 @@ import dev.jrdma.provider.verbs.VerbsDevices.PortInfo;
 import dev.jrdma.provider.verbs.ffi.IbvGidEntry;
 
 import java.net.InetAddress;
-import java.net.UnknownHostException;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -18,8 +16,6 @@ import java.util.List;
  * the server listens on it, and {@code --loopback} on verbs connects to it.
  */
 final class GidAddresses {
-    private static final byte[] V4_MAPPED = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff};
-
     private GidAddresses() {
     }
 
@@ -28,8 +24,8 @@ final class GidAddresses {
         DeviceInfo d = device(device);
         PortInfo p = d.ports().get(0);
         for (GidInfo g : p.gids()) {
-            if (g.index() == index) {
-                return address(g.gid());
+            if (g.index() == index && g.ipAddress() != null) {
+                return g.ipAddress();
             }
         }
         throw new IllegalArgumentException("-x " + index + ": " + d.name() + " port 1 has no valid GID at index " + index
@@ -41,8 +37,8 @@ final class GidAddresses {
         DeviceInfo d = device(device);
         PortInfo p = d.ports().get(0);
         for (GidInfo g : p.gids()) {
-            if (g.type() == IbvGidEntry.GID_TYPE_ROCE_V2 && mapped(g.gid())) {
-                return address(g.gid());
+            if (g.type() == IbvGidEntry.GID_TYPE_ROCE_V2 && g.ipv4Mapped()) {
+                return g.ipAddress();
             }
         }
         throw new IllegalArgumentException(d.name() + " port 1 has no RoCE v2 IPv4 GID to run --loopback on (GIDs: "
@@ -64,19 +60,8 @@ final class GidAddresses {
                 : "no RDMA device named '" + name + "' (there are " + all.stream().map(DeviceInfo::name).toList() + ")");
     }
 
-    static boolean mapped(byte[] gid) {
-        return Arrays.equals(gid, 0, 12, V4_MAPPED, 0, 12);
-    }
-
-    static InetAddress address(byte[] gid) {
-        try {
-            return mapped(gid) ? InetAddress.getByAddress(Arrays.copyOfRange(gid, 12, 16)) : InetAddress.getByAddress(gid);
-        } catch (UnknownHostException e) {
-            throw new IllegalStateException("a GID of 16 bytes is an IPv6 address", e);
-        }
-    }
-
     private static String describe(GidInfo g) {
-        return address(g.gid()).getHostAddress() + " (" + IbvGidEntry.gidTypeName(g.type()) + ")";
+        InetAddress a = g.ipAddress();
+        return (a == null ? g.text() : a.getHostAddress()) + " (" + IbvGidEntry.gidTypeName(g.type()) + ")";
     }
 }

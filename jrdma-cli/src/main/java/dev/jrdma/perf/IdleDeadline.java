@@ -13,9 +13,10 @@ final class IdleDeadline {
     private int idle;
     private boolean progressed;
 
+    /** Reads no clock: made once per operation in latency loops, it starts at its first look. */
     IdleDeadline(long timeoutNanos) {
         this.timeoutNanos = Math.min(timeoutNanos, Long.MAX_VALUE / 4);
-        this.deadline = System.nanoTime() + this.timeoutNanos;
+        this.progressed = true;
     }
 
     /** Something happened: the time-out restarts (at the next look at the clock). */

@@ -143,6 +143,38 @@ public final class VerbsDevices {
 
     /** One valid GID table entry, with its type (IB, RoCE v1, RoCE v2) and netdev ifindex. */
     public record GidInfo(int index, byte[] gid, int type, int ndevIfindex) {
+        /** The IP address this GID stands for (RoCE): IPv4 when IPv4-mapped, else IPv6; null for the all-zero GID. */
+        public java.net.InetAddress ipAddress() {
+            return ipAddress(gid);
+        }
+
+        /** Whether the GID is an IPv4-mapped IPv6 address (::ffff:a.b.c.d), as RoCE v2 GIDs of IPv4 addresses are. */
+        public boolean ipv4Mapped() {
+            for (int i = 0; i < 12; i++) {
+                if (gid[i] != (i < 10 ? 0 : (byte) 0xff)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** {@link #ipAddress()} of raw GID bytes. */
+        public static java.net.InetAddress ipAddress(byte[] gid) {
+            boolean zero = true;
+            for (byte b : gid) {
+                zero &= b == 0;
+            }
+            if (zero) {
+                return null;
+            }
+            GidInfo g = new GidInfo(0, gid, 0, 0);
+            try {
+                return java.net.InetAddress.getByAddress(g.ipv4Mapped() ? java.util.Arrays.copyOfRange(gid, 12, 16) : gid);
+            } catch (java.net.UnknownHostException e) {
+                throw new IllegalStateException("a GID of 16 bytes is an IPv6 address", e);
+            }
+        }
+
         /** The GID as ibv_devinfo prints it: eight colon-separated groups of four hex digits. */
         public String text() {
             StringBuilder sb = new StringBuilder(39);
