@@ -125,6 +125,12 @@ final class PerfPlot {
     }
 
     static BufferedImage lines(String title, String yLabel, double[] xs, Map<String, double[]> series, boolean logY) {
+        return lines(title, yLabel, xs, series, logY, java.util.Set.of());
+    }
+
+    /** As {@link #lines(String, String, double[], Map, boolean)}; the series named in {@code dashed} are drawn dashed. */
+    static BufferedImage lines(String title, String yLabel, double[] xs, Map<String, double[]> series, boolean logY,
+                               java.util.Set<String> dashed) {
         BufferedImage img = new BufferedImage(W, H, BufferedImage.TYPE_INT_RGB);
         Graphics2D g = canvas(img, title);
         double lo = Double.MAX_VALUE, hi = 0;
@@ -156,11 +162,14 @@ final class PerfPlot {
             }
         }
         g.drawString("message size (log)", LEFT + plotW / 2 - 40, H - BOTTOM + 36);
-        int k = 0;
+        int k = 0, colour = 0;
         for (Map.Entry<String, double[]> e : series.entrySet()) {
-            Color c = COLORS[k % COLORS.length];
+            // A dashed series takes the colour of the solid one before it: the same test, the other tool.
+            boolean dash = dashed.contains(e.getKey());
+            Color c = COLORS[(dash && colour > 0 ? colour - 1 : colour++) % COLORS.length];
             g.setColor(c);
-            g.setStroke(new BasicStroke(2));
+            g.setStroke(dash ? new BasicStroke(2, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10, new float[] {7, 5}, 0)
+                    : new BasicStroke(2));
             List<int[]> points = new ArrayList<>();
             double[] ys = e.getValue();
             for (int i = 0; i < xs.length; i++) {
@@ -179,10 +188,68 @@ final class PerfPlot {
                     g.drawLine(q[0], q[1], p[0], p[1]);
                 }
             }
-            g.fillRect(W - RIGHT + 20, TOP + 18 * k, 12, 12);
+            g.drawLine(W - RIGHT + 10, TOP + 18 * k + 6, W - RIGHT + 32, TOP + 18 * k + 6);
+            g.setStroke(new BasicStroke(1));
             g.setColor(Color.BLACK);
             g.drawString(e.getKey(), W - RIGHT + 38, TOP + 18 * k + 11);
             k++;
+        }
+        g.dispose();
+        return img;
+    }
+
+    /**
+     * Groups of bars on a log axis: one group per label, one bar per series name (its values
+     * in {@code groups}, NaN for none). For latency tails that span decades.
+     */
+    static BufferedImage groupedBars(String title, String unit, List<String> labels, List<String> names, List<double[]> groups) {
+        BufferedImage img = new BufferedImage(W, H, BufferedImage.TYPE_INT_RGB);
+        Graphics2D g = canvas(img, title);
+        double lo = Double.MAX_VALUE, hi = 0;
+        for (double[] v : groups) {
+            for (double x : v) {
+                if (Double.isFinite(x) && x > 0) {
+                    lo = Math.min(lo, x);
+                    hi = Math.max(hi, x);
+                }
+            }
+        }
+        if (hi <= 0) {
+            lo = 1;
+            hi = 10;
+        }
+        double yMin = Math.pow(10, Math.floor(Math.log10(lo))), yMax = Math.pow(10, Math.ceil(Math.log10(hi * 1.01)));
+        yTicks(g, yMin, yMax, true, unit);
+        int plotW = W - RIGHT - LEFT, plotH = H - BOTTOM - TOP;
+        int slot = plotW / Math.max(1, labels.size()), bar = Math.max(2, slot * 4 / 5 / Math.max(1, names.size()));
+        Color[] shades = new Color[names.size()];
+        for (int n = 0; n < names.size(); n++) {
+            // Two tools of three statistics each: one hue per tool, lighter for the further tail.
+            Color base = COLORS[(n / 3) % COLORS.length];
+            float f = 1f - 0.3f * (n % 3);
+            shades[n] = new Color((int) (255 - (255 - base.getRed()) * f), (int) (255 - (255 - base.getGreen()) * f),
+                    (int) (255 - (255 - base.getBlue()) * f));
+        }
+        for (int i = 0; i < labels.size(); i++) {
+            int x0 = LEFT + i * slot + slot / 10;
+            g.setColor(Color.BLACK);
+            g.drawString(labels.get(i), x0, H - BOTTOM + 16);
+            double[] v = groups.get(i);
+            for (int n = 0; n < names.size() && n < v.length; n++) {
+                if (!Double.isFinite(v[n]) || v[n] <= 0) {
+                    continue;
+                }
+                double frac = (Math.log(Math.max(v[n], yMin)) - Math.log(yMin)) / (Math.log(yMax) - Math.log(yMin));
+                int bh = Math.max(1, (int) (plotH * frac));
+                g.setColor(shades[n]);
+                g.fillRect(x0 + n * bar, H - BOTTOM - bh, bar - 1, bh);
+            }
+        }
+        for (int n = 0; n < names.size(); n++) {
+            g.setColor(shades[n]);
+            g.fillRect(W - RIGHT + 10, TOP + 18 * n, 12, 12);
+            g.setColor(Color.BLACK);
+            g.drawString(names.get(n), W - RIGHT + 28, TOP + 18 * n + 11);
         }
         g.dispose();
         return img;

@@ -1,10 +1,5 @@
 package dev.jrdma.perf;
 
-import java.awt.BasicStroke;
-import java.awt.Color;
-import java.awt.Font;
-import java.awt.Graphics2D;
-import java.awt.RenderingHints;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -36,7 +31,32 @@ public final class PerftestComparison {
         boolean latency() {
             return test.endsWith("_lat");
         }
+
+        boolean pingPong() {
+            return test.equals("write_lat") || test.equals("send_lat");
+        }
+
+        /**
+         * jrdma's untimed warm-up iterations. Under the emulated CPU the JIT needs tens of
+         * thousands of operations before the loop runs compiled (read_lat measured 88 to 105 us
+         * after 2 000, 40 us after 50 000; perftest 34 us). A ping-pong is bound by the vCPU
+         * switch (about 4 ms a hop for both tools), so more would only take minutes; for
+         * bandwidth the warm-up is held to about 64 MiB of data (a 1 MiB warm-up of 50 000
+         * would take an hour at 20 MB/s), never below jrdma perf's own default.
+         */
+        int jrdmaWarmUp() {
+            int own = Math.min(iterations, PerfClient.WARM_UP_MAX);
+            if (pingPong()) {
+                return own;
+            }
+            return latency() ? JIT_WARM_UP : Math.max(own, Math.min(JIT_WARM_UP, (64 << 20) / size));
+        }
     }
+
+    static final int JIT_WARM_UP = 50_000;
+
+    /** Per measurement: latency {t_typical, p99, p99.9} in us; bandwidth {BW average} in MB/s. */
+    static final int TYPICAL = 0, P99 = 1, P999 = 2;
 
     private static final List<Case> CASES = List.of(
             new Case("write_lat", 2, 2000), new Case("read_lat", 2, 2000), new Case("send_lat", 2, 2000),
@@ -57,17 +77,21 @@ public final class PerftestComparison {
         String gid = System.getenv().getOrDefault("JRDMA_VM_GID_INDEX", "1");
         String java = ProcessHandle.current().info().command().orElseThrow();
         String cp = System.getProperty("java.class.path");
-        Map<Case, double[][]> got = new LinkedHashMap<>();   // case -> {perftest rounds, jrdma rounds}
+        Map<Case, double[][][]> got = new LinkedHashMap<>();   // case -> [perftest, jrdma][round][TYPICAL..P999]
         int port = 20000;
+        long began = System.nanoTime();
         // -Djrdma.compare.only=read_lat,write_bw: a quick look at some tests (the report then has only those).
         List<String> only = List.of(System.getProperty("jrdma.compare.only", "").split(","));
         List<Case> cases = CASES.stream().filter(c -> only.equals(List.of("")) || only.contains(c.test())).toList();
         for (int r = 0; r < rounds; r++) {
             for (Case c : cases) {
-                double[][] v = got.computeIfAbsent(c, k -> {
-                    double[][] a = new double[2][rounds];
-                    Arrays.fill(a[0], Double.NaN);
-                    Arrays.fill(a[1], Double.NaN);
+                double[][][] v = got.computeIfAbsent(c, k -> {
+                    double[][][] a = new double[2][rounds][3];
+                    for (double[][] tool : a) {
+                        for (double[] round : tool) {
+                            Arrays.fill(round, Double.NaN);
+                        }
+                    }
                     return a;
                 });
                 // Alternate which goes first, round by round.
@@ -85,16 +109,17 @@ public final class PerftestComparison {
                                 c.test(), "--provider", "verbs", "-s", String.valueOf(c.size()), "-n", String.valueOf(c.iterations()),
                                 "-p", String.valueOf(port));
                         server = concat(jp, List.of("-d", dev0, "--bind", ip));
-                        client = concat(jp, List.of("-d", dev1, "--csv", ip));
+                        client = concat(jp, List.of("-d", dev1, "--warmup", String.valueOf(c.jrdmaWarmUp()), "--csv", ip));
                     }
-                    double value = measure(server, client, c, perftest);
+                    double[] value = measure(server, client, c, perftest);
                     v[perftest ? 0 : 1][r] = value;
-                    System.err.printf(Locale.ROOT, "round %d %-10s %8d B %-8s %.3f%n", r + 1, c.test(), c.size(),
-                            perftest ? "perftest" : "jrdma", value);
+                    System.err.printf(Locale.ROOT, "round %d %-10s %8d B %-8s %s%n", r + 1, c.test(), c.size(),
+                            perftest ? "perftest" : "jrdma", Arrays.toString(value));
                 }
             }
+            // After every round: a run cut short still leaves a report of the rounds it finished.
+            write(out, got, r + 1, rounds, dev0, dev1, (System.nanoTime() - began) / 60_000_000_000.0);
         }
-        write(out, got, rounds, dev0, dev1);
     }
 
     private static List<String> concat(List<String> a, List<String> b) {
@@ -103,11 +128,13 @@ public final class PerftestComparison {
         return l;
     }
 
-    /** Runs the server, then the client (retrying until the server listens); the client's figure, NaN on failure. */
     /** The longest one client run may take (the slowest case takes about a minute in the VM). */
     static final long ATTEMPT_SECONDS = 600;
 
-    private static double measure(List<String> server, List<String> client, Case c, boolean perftest) throws Exception {
+    private static final double[] NO_RESULT = {Double.NaN, Double.NaN, Double.NaN};
+
+    /** Runs the server, then the client (retrying until the server listens); the client's figures, NaN on failure. */
+    private static double[] measure(List<String> server, List<String> client, Case c, boolean perftest) throws Exception {
         Process s = new ProcessBuilder(server).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         try {
             // Each attempt, and all of them together, are bounded: the client's output goes to a
@@ -122,11 +149,11 @@ public final class PerftestComparison {
                         p.destroyForcibly();
                         System.err.println("no result from " + String.join(" ", client) + " within " + ATTEMPT_SECONDS + " s:\n"
                                 + Files.readString(output, java.nio.charset.StandardCharsets.ISO_8859_1));
-                        return Double.NaN;
+                        return NO_RESULT;
                     }
                     List<String> lines = Files.readAllLines(output, java.nio.charset.StandardCharsets.ISO_8859_1);
-                    double v = perftest ? parsePerftest(lines, c) : parseJrdma(lines, c);
-                    if (!Double.isNaN(v)) {
+                    double[] v = perftest ? parsePerftest(lines, c) : parseJrdma(lines, c);
+                    if (!Double.isNaN(v[TYPICAL])) {
                         return v;
                     }
                     String said = String.join("\n", lines);
@@ -134,10 +161,10 @@ public final class PerftestComparison {
                     if (!said.toLowerCase(Locale.ROOT).contains("refused") && !said.contains("Couldn't connect")
                             && !said.contains("connecting to")) {
                         System.err.println("no result from " + String.join(" ", client) + ":\n" + String.join("\n", lines));
-                        return Double.NaN;
+                        return NO_RESULT;
                     }
                 }
-                return Double.NaN;
+                return NO_RESULT;
             } finally {
                 Files.deleteIfExists(output);
             }
@@ -149,127 +176,173 @@ public final class PerftestComparison {
         }
     }
 
-    /** perftest's result line: the row whose first field is the size; t_typical (latency) or BW average. */
-    static double parsePerftest(List<String> lines, Case c) {
+    /**
+     * perftest's result line, the row whose first field is the size: latency {t_typical, 99%,
+     * 99.9% percentile}, bandwidth {BW average}.
+     */
+    static double[] parsePerftest(List<String> lines, Case c) {
         for (String line : lines) {
             String[] f = line.trim().split("\\s+");
             if (f.length >= 5 && f[0].equals(String.valueOf(c.size())) && f[1].matches("\\d+")) {
-                return Double.parseDouble(c.latency() ? f[4] : f[3]);
+                return c.latency() && f.length >= 9
+                        ? new double[] {Double.parseDouble(f[4]), Double.parseDouble(f[7]), Double.parseDouble(f[8])}
+                        : new double[] {Double.parseDouble(c.latency() ? f[4] : f[3]), Double.NaN, Double.NaN};
             }
         }
-        return Double.NaN;
+        return NO_RESULT;
     }
 
-    /** jrdma perf's CSV row: t_typical_us (latency) or bw_avg_MBps. */
-    static double parseJrdma(List<String> lines, Case c) {
+    /** jrdma perf's CSV row: latency {t_typical_us, p99_us, p99_9_us}, bandwidth {bw_avg_MBps}. */
+    static double[] parseJrdma(List<String> lines, Case c) {
         for (String line : lines) {
             String[] f = line.split(",");
             if (f.length >= 5 && f[0].equals(c.test()) && f[1].equals(String.valueOf(c.size()))) {
-                return Double.parseDouble(c.latency() ? f[5] : f[4]);
+                return c.latency() && f.length >= 11
+                        ? new double[] {Double.parseDouble(f[5]), Double.parseDouble(f[9]), Double.parseDouble(f[10])}
+                        : new double[] {Double.parseDouble(c.latency() ? f[5] : f[4]), Double.NaN, Double.NaN};
             }
         }
-        return Double.NaN;
+        return NO_RESULT;
     }
 
-    private static double median(double[] v) {
-        double[] s = Arrays.stream(v).filter(x -> !Double.isNaN(x)).sorted().toArray();
-        return s.length == 0 ? Double.NaN : s[s.length / 2];
+    /** The median over rounds of figure {@code k} (rounds without a result left out); NaN when none has one. */
+    static double median(double[][] rounds, int k) {
+        double[] s = Arrays.stream(rounds).mapToDouble(r -> r[k]).filter(x -> !Double.isNaN(x)).sorted().toArray();
+        if (s.length == 0) {
+            return Double.NaN;
+        }
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     }
 
-    private static void write(Path out, Map<Case, double[][]> got, int rounds, String dev0, String dev1) throws IOException {
+    private static String unit(Case c) {
+        return c.latency() ? "us" : "MB/s";
+    }
+
+    private static void write(Path out, Map<Case, double[][][]> got, int done, int rounds, String dev0, String dev1,
+                              double minutes) throws IOException {
         StringBuilder md = new StringBuilder();
         md.append("# jrdma perf against perftest\n\n");
         md.append("Generated by `scripts/bench-vs-perftest` on ").append(ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME))
-                .append(": in the Soft-RoCE VM (QEMU TCG, an emulated CPU), server on ").append(dev0).append(", client on ")
-                .append(dev1).append(", ").append(rounds).append(" rounds alternating which runs first; medians of the rounds.\n")
+                .append(" (").append(machine()).append("): in the Soft-RoCE VM (QEMU TCG, an emulated CPU), server on ")
+                .append(dev0).append(", client on ").append(dev1).append("; ").append(done).append(" of ").append(rounds)
+                .append(" rounds done").append(done < rounds ? " (the run was cut short)" : "")
+                .append(String.format(Locale.ROOT, " in %.0f min", minutes))
+                .append(", alternating which tool runs first; medians of the rounds.\n")
                 .append("Latency is perftest's t_typical (the median; half the round trip for write_lat and send_lat), bandwidth\n")
-                .append("its BW average in MB/sec. jrdma's figures are `jrdma perf`'s same columns. Each is one server and one client process.\n\n")
-                .append("Read with the VM in mind. Its CPU is emulated, so every instruction the host runs in nanoseconds takes tens\n")
-                .append("of times longer: a per-operation CPU cost (JIT-compiled Java around each post and poll, against perftest's C)\n")
-                .append("that is small on hardware shows up here as a large share of the time. With single-threaded emulation, a\n")
-                .append("ping-pong (write_lat, send_lat) also waits for the switch between the two vCPUs (about 4 ms), for both\n")
-                .append("tools alike. Missed targets here say where jrdma spends CPU per operation, not what a NIC would show.\n\n");
-        md.append("| test | bytes | iterations | perftest | jrdma | jrdma / perftest | target | met |\n|---|---:|---:|---:|---:|---:|---|---|\n");
-        for (Map.Entry<Case, double[][]> e : got.entrySet()) {
+                .append("its BW average in MB/sec (MB = 2^20 bytes). jrdma's figures are `jrdma perf`'s same columns. Each tool runs as\n")
+                .append("one server and one client process, perftest with its defaults (tx depth 128, one completion per 100 sends),\n")
+                .append("jrdma perf with its own (tx depth 128, every operation completes on its own).\n\n");
+        md.append("| test | bytes | iterations | jrdma warm-up | perftest | jrdma | jrdma / perftest | target | met |\n")
+                .append("|---|---:|---:|---:|---:|---:|---:|---|---|\n");
+        for (Map.Entry<Case, double[][][]> e : got.entrySet()) {
             Case c = e.getKey();
-            double p = median(e.getValue()[0]), j = median(e.getValue()[1]);
+            double p = median(e.getValue()[0], TYPICAL), j = median(e.getValue()[1], TYPICAL);
             double ratio = j / p;
             boolean met = c.latency() ? ratio <= 1.10 : ratio >= 0.90;
-            md.append(String.format(Locale.ROOT, "| %s | %d | %d | %.2f %s | %.2f %s | %.2f | %s | %s |%n", c.test(), c.size(),
-                    c.iterations(), p, c.latency() ? "us" : "MB/s", j, c.latency() ? "us" : "MB/s", ratio,
+            md.append(String.format(Locale.ROOT, "| %s | %d | %d | %d | %.2f %s | %.2f %s | %.2f | %s | %s |%n", c.test(), c.size(),
+                    c.iterations(), c.jrdmaWarmUp(), p, unit(c), j, unit(c), ratio,
                     c.latency() ? "<= 1.10" : ">= 0.90", Double.isNaN(ratio) ? "no result" : met ? "yes" : "**no**"));
         }
-        md.append("\nEvery round: ");
-        for (Map.Entry<Case, double[][]> e : got.entrySet()) {
-            md.append(String.format(Locale.ROOT, "%s %d B perftest %s, jrdma %s; ", e.getKey().test(), e.getKey().size(),
-                    Arrays.toString(e.getValue()[0]), Arrays.toString(e.getValue()[1])));
+        md.append("\nLatency tails (medians over rounds; perftest's 99% and 99.9% percentile columns, jrdma's p99 and p99.9):\n\n")
+                .append("| test | bytes | perftest p99 | jrdma p99 | perftest p99.9 | jrdma p99.9 |\n|---|---:|---:|---:|---:|---:|\n");
+        for (Map.Entry<Case, double[][][]> e : got.entrySet()) {
+            Case c = e.getKey();
+            if (c.latency()) {
+                md.append(String.format(Locale.ROOT, "| %s | %d | %.2f us | %.2f us | %.2f us | %.2f us |%n", c.test(), c.size(),
+                        median(e.getValue()[0], P99), median(e.getValue()[1], P99), median(e.getValue()[0], P999),
+                        median(e.getValue()[1], P999)));
+            }
         }
-        md.append("\n\n![latency](vs-perftest-latency.png)\n\n![bandwidth](vs-perftest-bandwidth.png)\n");
-        Files.createDirectories(out.toAbsolutePath().getParent());
-        Files.writeString(out, md);
+        md.append("\nEvery round (t_typical or BW average):\n\n| test | bytes | perftest | jrdma |\n|---|---:|---|---|\n");
+        for (Map.Entry<Case, double[][][]> e : got.entrySet()) {
+            md.append(String.format(Locale.ROOT, "| %s | %d | %s | %s |%n", e.getKey().test(), e.getKey().size(),
+                    rounds(e.getValue()[0], done), rounds(e.getValue()[1], done)));
+        }
+        md.append("\n![latency](vs-perftest-latency.png)\n\n![bandwidth](vs-perftest-bandwidth.png)\n");
         Path dir = out.toAbsolutePath().getParent();
-        plot(dir.resolve("vs-perftest-latency.png"), "Latency, t_typical (us, lower is better)", got, true);
-        plot(dir.resolve("vs-perftest-bandwidth.png"), "Bandwidth, average (MB/s, higher is better)", got, false);
+        Files.createDirectories(dir);
+        Path notes = dir.resolve("vs-perftest-notes.md");
+        if (Files.exists(notes)) {
+            md.append("\n").append(Files.readString(notes));   // the hand-written reading of the targets, kept across runs
+        }
+        Files.writeString(out, md);
+        writePng(dir.resolve("vs-perftest-latency.png"), latencyPlot(got));
+        writePng(dir.resolve("vs-perftest-bandwidth.png"), bandwidthPlot(got));
         System.out.print(md);
     }
 
-    /** A grouped bar chart: perftest and jrdma side by side per case. */
-    private static void plot(Path png, String title, Map<Case, double[][]> got, boolean latency) throws IOException {
-        List<Case> cases = got.keySet().stream().filter(c -> c.latency() == latency).toList();
-        int w = 120 + cases.size() * 110, h = 420;
-        BufferedImage img = new BufferedImage(w, h, BufferedImage.TYPE_INT_RGB);
-        Graphics2D g = img.createGraphics();
-        g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
-        g.setColor(Color.WHITE);
-        g.fillRect(0, 0, w, h);
-        g.setColor(Color.BLACK);
-        g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 14));
-        g.drawString(title, 20, 24);
-        double max = 0;
-        for (Case c : cases) {
-            for (double v : new double[] {median(got.get(c)[0]), median(got.get(c)[1])}) {
-                if (!Double.isNaN(v)) {
-                    max = Math.max(max, v);   // a case without a result must not scale the rest (NaN)
+    private static String rounds(double[][] v, int done) {
+        StringBuilder b = new StringBuilder();
+        for (int r = 0; r < done; r++) {
+            b.append(r == 0 ? "" : ", ").append(Double.isNaN(v[r][TYPICAL]) ? "-" : String.format(Locale.ROOT, "%.2f", v[r][TYPICAL]));
+        }
+        return b.toString();
+    }
+
+    private static void writePng(Path png, BufferedImage img) throws IOException {
+        if (!ImageIO.write(img, "png", png.toFile())) {
+            throw new IOException("no PNG writer in this JDK");
+        }
+    }
+
+    /** Per latency test: perftest's and jrdma's t_typical, p99 and p99.9 as bars on a log axis. */
+    static BufferedImage latencyPlot(Map<Case, double[][][]> got) {
+        List<String> labels = new ArrayList<>();
+        List<double[]> groups = new ArrayList<>();
+        for (Map.Entry<Case, double[][][]> e : got.entrySet()) {
+            if (e.getKey().latency()) {
+                labels.add(e.getKey().test() + " " + e.getKey().size() + " B");
+                double[][][] v = e.getValue();
+                groups.add(new double[] {median(v[0], TYPICAL), median(v[0], P99), median(v[0], P999),
+                    median(v[1], TYPICAL), median(v[1], P99), median(v[1], P999)});
+            }
+        }
+        return PerfPlot.groupedBars("Latency in the Soft-RoCE VM: perftest against jrdma perf", "us (log)", labels,
+                List.of("perftest typical", "perftest p99", "perftest p99.9", "jrdma typical", "jrdma p99", "jrdma p99.9"), groups);
+    }
+
+    /** Bandwidth against message size per test, perftest solid and jrdma dashed, log-log. */
+    static BufferedImage bandwidthPlot(Map<Case, double[][][]> got) {
+        double[] xs = got.keySet().stream().filter(c -> !c.latency()).mapToDouble(Case::size).distinct().sorted().toArray();
+        Map<String, double[]> series = new LinkedHashMap<>();
+        java.util.Set<String> dashed = new java.util.HashSet<>();
+        for (Map.Entry<Case, double[][][]> e : got.entrySet()) {
+            Case c = e.getKey();
+            if (c.latency()) {
+                continue;
+            }
+            int i = Arrays.binarySearch(xs, c.size());
+            for (int tool = 0; tool < 2; tool++) {
+                String name = c.test() + (tool == 0 ? " perftest" : " jrdma");
+                double[] ys = series.computeIfAbsent(name, k -> {
+                    double[] a = new double[xs.length];
+                    Arrays.fill(a, Double.NaN);
+                    return a;
+                });
+                ys[i] = median(e.getValue()[tool], TYPICAL);
+                if (tool == 1) {
+                    dashed.add(name);
                 }
             }
         }
-        max = max <= 0 || Double.isNaN(max) ? 1 : max * 1.15;
-        int x0 = 60, y0 = h - 70, top = 50;
-        g.setStroke(new BasicStroke(1));
-        g.drawLine(x0, y0, w - 20, y0);
-        g.drawLine(x0, y0, x0, top);
-        g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 11));
-        for (int t = 0; t <= 4; t++) {
-            int y = y0 - (y0 - top) * t / 4;
-            g.drawString(String.format(Locale.ROOT, "%.0f", max * t / 4), 5, y + 4);
+        if (xs.length == 0) {
+            return PerfPlot.lines("Bandwidth: no bandwidth test in this run", "MB/s (log)", new double[] {1}, Map.of(), true);
         }
-        Color perftest = new Color(0x4c72b0), jrdma = new Color(0xdd8452);
-        for (int i = 0; i < cases.size(); i++) {
-            Case c = cases.get(i);
-            double[] v = {median(got.get(c)[0]), median(got.get(c)[1])};
-            int x = x0 + 20 + i * 110;
-            for (int k = 0; k < 2; k++) {
-                if (Double.isNaN(v[k])) {
-                    continue;
-                }
-                int bh = (int) ((y0 - top) * v[k] / max);
-                g.setColor(k == 0 ? perftest : jrdma);
-                g.fillRect(x + k * 40, y0 - bh, 36, bh);
-                g.setColor(Color.BLACK);
-                g.drawString(String.format(Locale.ROOT, v[k] >= 100 ? "%.0f" : "%.2f", v[k]), x + k * 40, y0 - bh - 4);
-            }
-            g.drawString(c.test(), x, y0 + 16);
-            g.drawString(c.size() >= 1 << 20 ? (c.size() >> 20) + " MiB" : c.size() >= 1024 ? (c.size() >> 10) + " KiB" : c.size() + " B",
-                    x, y0 + 30);
+        return PerfPlot.lines("Bandwidth in the Soft-RoCE VM: perftest (solid) against jrdma perf (dashed)", "MB/s (log)", xs,
+                series, true, dashed);
+    }
+
+    /** The guest as the VM shows it: CPU model (QEMU's emulated one), vCPUs, kernel and JDK. */
+    private static String machine() {
+        String cpu = "unknown CPU";
+        try {
+            cpu = Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("model name"))
+                    .map(l -> l.substring(l.indexOf(':') + 1).trim()).findFirst().orElse(cpu);
+        } catch (IOException e) {
+            // left as unknown
         }
-        g.setColor(perftest);
-        g.fillRect(w - 200, 35, 12, 12);
-        g.setColor(jrdma);
-        g.fillRect(w - 110, 35, 12, 12);
-        g.setColor(Color.BLACK);
-        g.drawString("perftest", w - 184, 46);
-        g.drawString("jrdma perf", w - 94, 46);
-        g.dispose();
-        ImageIO.write(img, "png", png.toFile());
+        return "guest " + cpu + ", " + Runtime.getRuntime().availableProcessors() + " vCPUs, Linux "
+                + System.getProperty("os.version") + ", JDK " + Runtime.version() + "; host: "
+                + System.getenv().getOrDefault("JRDMA_HOST_MACHINE", "not given (JRDMA_HOST_MACHINE)");
     }
 }
