@@ -64,7 +64,7 @@ final class PerfControl {
 
     /**
      * As {@link #expect(Rdma, Connection, int, long)}; with {@code idleSleep}, a poll that finds
-     * nothing is followed by a sleep of {@value #IDLE_SLEEP_NANOS} ns: for a server whose device
+     * nothing is followed by a sleep ({@link IdleBackoff}, up to 20 ms): for a server whose device
      * serves the client's one-sided operations by itself (verbs, shm), as perftest's server
      * waits in a blocking read meanwhile. Spinning there would take a CPU from the device's own
      * work where that is software (rxe runs in the kernel, on the same CPUs).
@@ -92,15 +92,17 @@ final class PerfControl {
         return await(rdma, c, f, what, timeoutNanos, false);
     }
 
-    static final long IDLE_SLEEP_NANOS = 200_000;
+    /** The longest sleep between looks of an idle server (see {@link IdleBackoff}): the END comes at most this late. */
+    static final long IDLE_SLEEP_MAX_NANOS = 20_000_000;
 
     private static <T> T await(Rdma rdma, Connection c, CompletableFuture<T> f, String what, long timeoutNanos,
                                boolean idleSleep) {
         IdleDeadline idle = new IdleDeadline(timeoutNanos);
+        IdleBackoff backoff = idleSleep ? new IdleBackoff(IDLE_SLEEP_MAX_NANOS) : null;
         while (!f.isDone()) {
             if (rdma.poll() == 0) {
-                if (idleSleep) {
-                    java.util.concurrent.locks.LockSupport.parkNanos(IDLE_SLEEP_NANOS);
+                if (backoff != null) {
+                    backoff.idle();
                 }
                 if (c != null && c.state() != ConnectionState.ESTABLISHED && !f.isDone()) {
                     throw new RdmaException("jrdma perf: the connection ended while " + what + " (" + c.state() + ")");

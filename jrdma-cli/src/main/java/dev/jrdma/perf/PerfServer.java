@@ -97,11 +97,20 @@ final class PerfServer implements AutoCloseable {
         return listener.address();
     }
 
+    static final long ACCEPT_SLEEP_MAX_NANOS = 5_000_000;
+
     /** Serves one client until it says BYE; returns how many sizes it ran. */
     int serve() {
         long deadline = System.nanoTime() + PerfControl.TIMEOUT_NANOS * 10;
+        // Waiting for a client is not timed: sleep between looks (at most 5 ms, the handshake
+        // takes a few), leaving the CPU to a client that may be starting on the same one.
+        IdleBackoff backoff = new IdleBackoff(ACCEPT_SLEEP_MAX_NANOS);
         while (accepted.get() == null) {
-            rdma.poll();
+            if (rdma.poll() == 0) {
+                backoff.idle();
+            } else {
+                backoff.reset();
+            }
             if (System.nanoTime() > deadline) {
                 throw new RdmaException("jrdma perf: no client connected to " + address() + " within 10 minutes");
             }
