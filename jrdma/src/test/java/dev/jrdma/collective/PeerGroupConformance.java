@@ -300,6 +300,77 @@ abstract class PeerGroupConformance {
         }
     }
 
+    /** The device a member in another process uses ("-": the provider's default). */
+    protected String childDevice() {
+        return "-";
+    }
+
+    @Test
+    void aMemberProcessKilledWithSigkillIsNamedOnEveryOtherMember() throws Exception {
+        int n = 3, child = 2, bs = 32;
+        Rdma here = builder().build();
+        rdmas.add(here);
+        List<InetSocketAddress> members = List.of(address(0), address(1), address(2));
+        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", childClassPath(), GroupMemberMain.class.getName(),
+                provider(), childDevice(), String.valueOf(child)));
+        members.forEach(a -> cmd.add(a.getAddress().getHostAddress() + ":" + a.getPort()));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        try {
+            List<CompletableFuture<PeerGroup>> joining = List.of(PeerGroup.joinAsync(here, members, 0, GroupConfig.defaults()),
+                    PeerGroup.joinAsync(here, members, 1, GroupConfig.defaults()));
+            List<PeerGroup> g = new ArrayList<>();
+            for (CompletableFuture<PeerGroup> f : joining) {
+                g.add(f.get(T * 2, TimeUnit.SECONDS));
+            }
+            groups.addAll(g);
+            onAll(g, r -> g.get(r).barrier());
+            java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()));
+            CompletableFuture<String> ready = CompletableFuture.supplyAsync(() -> {
+                try {
+                    StringBuilder seen = new StringBuilder();
+                    for (String line; (line = out.readLine()) != null; ) {
+                        if (line.equals("ready")) {
+                            return line;
+                        }
+                        seen.append(line).append('\n');
+                    }
+                    return seen.toString();
+                } catch (IOException e) {
+                    return e.toString();
+                }
+            });
+            assertEquals("ready", ready.get(T, TimeUnit.SECONDS), "the member process joined and passed the barrier");
+            List<CompletableFuture<Void>> waiting = new ArrayList<>();
+            for (PeerGroup m : g) {
+                waiting.add(m.allToAll(region(m, (long) n * bs), region(m, (long) n * bs), bs));
+            }
+            Thread.sleep(200);
+            assertTrue(waiting.stream().noneMatch(CompletableFuture::isDone), "they wait for rank 2");
+            p.destroyForcibly();   // SIGKILL: no goodbye on any connection
+            for (CompletableFuture<Void> w : waiting) {
+                ExecutionException e = assertThrows(ExecutionException.class, () -> w.get(T, TimeUnit.SECONDS));
+                CollectiveException ce = (CollectiveException) e.getCause();
+                assertEquals(child, ce.rank(), ce.getMessage());
+                assertTrue(ce.getMessage().contains("allToAll(PAIRWISE) #2"), ce.getMessage());
+            }
+            g.forEach(PeerGroup::close);
+        } finally {
+            p.destroyForcibly();
+            p.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    static String childClassPath() {
+        try {
+            return java.nio.file.Path.of(Rdma.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+                    + java.io.File.pathSeparator
+                    + java.nio.file.Path.of(GroupMemberMain.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (java.net.URISyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     @Test
     void badInputIsRefusedWithWhatIsWrong() throws Exception {
         List<PeerGroup> g = group(2, 2, GroupConfig.defaults().withCollectiveTimeout(Duration.ofSeconds(2)));
