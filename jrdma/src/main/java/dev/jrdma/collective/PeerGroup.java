@@ -138,6 +138,45 @@ public final class PeerGroup implements AutoCloseable {
         return g.form();
     }
 
+    /**
+     * Rank 0 of a group grown by accepting its members (rdma_lib's server): listens at
+     * {@code rendezvous} until {@code size - 1} members have come ({@link #joinViaAsync}), gives
+     * them ranks 1.. in the order they came and the member list, then forms the mesh like
+     * {@link #joinAsync} (rank 0 listening at {@code rendezvous} again). Fails with a
+     * {@link CollectiveException} when the members do not all come within the join time-out.
+     */
+    public static CompletableFuture<PeerGroup> hostAsync(Rdma rdma, InetSocketAddress rendezvous, int size, GroupConfig config) {
+        Objects.requireNonNull(rdma, "rdma");
+        Objects.requireNonNull(rendezvous, "rendezvous");
+        Objects.requireNonNull(config, "config");
+        return GroupRendezvous.host(rdma, rendezvous, size, config);
+    }
+
+    public static PeerGroup host(Rdma rdma, InetSocketAddress rendezvous, int size) {
+        return await(hostAsync(rdma, rendezvous, size, GroupConfig.defaults()));
+    }
+
+    /**
+     * A member of a group that rank 0 {@linkplain #hostAsync hosts}: connects to
+     * {@code rendezvous} (again while rank 0 is not there yet) telling it {@code listenOn}, the
+     * address this member will listen on, gets its rank and the member list, then joins the mesh.
+     */
+    public static CompletableFuture<PeerGroup> joinViaAsync(Rdma rdma, InetSocketAddress rendezvous, InetSocketAddress listenOn,
+                                                          GroupConfig config) {
+        Objects.requireNonNull(rdma, "rdma");
+        Objects.requireNonNull(rendezvous, "rendezvous");
+        Objects.requireNonNull(listenOn, "listenOn");
+        Objects.requireNonNull(config, "config");
+        if (listenOn.isUnresolved() || listenOn.getPort() == 0) {
+            throw new IllegalArgumentException("PeerGroup.joinVia: listenOn = " + listenOn + " must be a resolved address with a port");
+        }
+        return GroupRendezvous.join(rdma, rendezvous, listenOn, config);
+    }
+
+    public static PeerGroup joinVia(Rdma rdma, InetSocketAddress rendezvous, InetSocketAddress listenOn) {
+        return await(joinViaAsync(rdma, rendezvous, listenOn, GroupConfig.defaults()));
+    }
+
     private CompletableFuture<PeerGroup> form() {
         long deadline = System.nanoTime() + config.joinTimeout().toNanos();
         ConnectionConfig mine = config.connection().toBuilder()

@@ -240,6 +240,56 @@ abstract class PeerGroupConformance {
     }
 
     @Test
+    void aGroupGrownByAcceptingItsMembersGivesEachARankAndWorks() throws Exception {
+        int n = 6, bs = 8;
+        Rdma host = builder().build(), others = builder().build();
+        rdmas.add(host);
+        rdmas.add(others);
+        InetSocketAddress rendezvous = address(0);
+        List<CompletableFuture<PeerGroup>> joining = new ArrayList<>();
+        // Members first: they find nobody at the rendezvous and try again.
+        for (int i = 1; i < n; i++) {
+            joining.add(PeerGroup.joinViaAsync(others, rendezvous, address(i), GroupConfig.defaults()));
+        }
+        Thread.sleep(100);
+        PeerGroup zero = PeerGroup.hostAsync(host, rendezvous, n, GroupConfig.defaults()).get(T, TimeUnit.SECONDS);
+        List<PeerGroup> g = new ArrayList<>(java.util.Collections.nCopies(n, null));
+        g.set(0, zero);
+        groups.add(zero);
+        for (CompletableFuture<PeerGroup> f : joining) {
+            PeerGroup m = f.get(T, TimeUnit.SECONDS);
+            groups.add(m);
+            assertEquals(n, m.size());
+            assertEquals(zero.members(), m.members(), "every member got the same list");
+            assertTrue(g.get(m.rank()) == null, "rank " + m.rank() + " given twice");
+            g.set(m.rank(), m);
+        }
+        List<LocalRegion> one = new ArrayList<>(), all = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            LocalRegion s = region(g.get(r), bs);
+            s.segment().set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 1000 + r);
+            one.add(s);
+            all.add(region(g.get(r), (long) n * bs));
+        }
+        onAll(g, r -> g.get(r).allGather(one.get(r), all.get(r), bs));
+        for (int r = 0; r < n; r++) {
+            for (int from = 0; from < n; from++) {
+                assertEquals(1000 + from, all.get(r).segment().get(ValueLayout.JAVA_LONG_UNALIGNED, (long) from * bs));
+            }
+        }
+    }
+
+    @Test
+    void aHostWhoseMembersDoNotAllComeFailsSayingHowManyAreMissing() throws Exception {
+        Rdma host = builder().build();
+        rdmas.add(host);
+        CompletableFuture<PeerGroup> f = PeerGroup.hostAsync(host, address(0), 3,
+                GroupConfig.defaults().withJoinTimeout(Duration.ofMillis(700)));
+        ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(T, TimeUnit.SECONDS));
+        assertTrue(e.getCause().getMessage().contains("2 of 2 members did not come within 700 ms"), e.getCause().getMessage());
+    }
+
+    @Test
     void aBarrierWaitsForTheLastMember() throws Exception {
         List<PeerGroup> g = group(3);
         CompletableFuture<Void> first = g.get(0).barrier(), second = g.get(1).barrier();
