@@ -71,9 +71,12 @@ public final class CollectiveBench {
                 rdmas.add(Rdma.builder().provider(provider).build());
             }
             List<InetSocketAddress> members = new ArrayList<>();
-            for (int i = 0; i < n; i++) {
+            while (members.size() < n) {
                 try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-                    members.add(new InetSocketAddress(InetAddress.getLoopbackAddress(), s.getLocalPort()));
+                    InetSocketAddress a = new InetSocketAddress(InetAddress.getLoopbackAddress(), s.getLocalPort());
+                    if (!members.contains(a)) {   // the kernel may hand a just-closed port out again
+                        members.add(a);
+                    }
                 }
             }
             GroupConfig config = GroupConfig.defaults().withJoinTimeout(Duration.ofSeconds(180));

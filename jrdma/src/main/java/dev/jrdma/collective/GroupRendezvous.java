@@ -56,9 +56,13 @@ final class GroupRendezvous {
                 try {
                     a = helloAddress(c.peerPrivateData());
                 } catch (IllegalArgumentException e) {
+                    byte[] d = c.peerPrivateData();
+                    c.close();
+                    if (d.length >= 4 && ByteBuffer.wrap(d).getInt() == GroupWireDescriptor.MAGIC) {
+                        return;   // a member early for the mesh: it tries again once rank 0 listens for it
+                    }
                     System.getLogger("dev.jrdma").log(System.Logger.Level.WARNING,
                             "PeerGroup rendezvous at {0}: refused {1}: {2}", rendezvous, c.remoteAddress(), e.getMessage());
-                    c.close();
                     return;
                 }
                 if (came.size() == size - 1 || members.contains(a)) {

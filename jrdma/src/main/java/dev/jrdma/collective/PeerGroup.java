@@ -63,6 +63,8 @@ public final class PeerGroup implements AutoCloseable {
     private final PeerInbox[] inbox;
     private final List<CompletableFuture<Connection>> joined = new ArrayList<>();
     private final List<CompletableFuture<Connection>> connecting = new ArrayList<>();
+    /** Per lower rank, why the last connect to it did not make the connection (for the join's failure). */
+    private final java.util.concurrent.atomic.AtomicReferenceArray<String> lastAnswer;
     private RdmaServer server;
     private final Object lock = new Object();
     private CompletableFuture<Void> tail = CompletableFuture.completedFuture(null);
@@ -79,6 +81,7 @@ public final class PeerGroup implements AutoCloseable {
         this.groupId = GroupWireDescriptor.groupId(this.members);
         this.peers = new AtomicReferenceArray<>(size);
         this.inbox = new PeerInbox[size];
+        this.lastAnswer = new java.util.concurrent.atomic.AtomicReferenceArray<>(size);
         for (int i = 0; i < size; i++) {
             inbox[i] = new PeerInbox();
             joined.add(new CompletableFuture<>());
@@ -221,7 +224,8 @@ public final class PeerGroup implements AutoCloseable {
         int first = missing.isEmpty() ? -1 : missing.get(0);
         return new CollectiveException(first, "PeerGroup: rank " + rank + " of " + size + " has no connection with rank"
                 + (missing.size() == 1 ? " " + first + " (" + members.get(first) + ")" : "s " + missing)
-                + " after " + config.joinTimeout().toMillis() + " ms: is every member started with the same member list?",
+                + " after " + config.joinTimeout().toMillis() + " ms: is every member started with the same member list?"
+                + (first >= 0 && lastAnswer.get(first) != null ? " (last try: " + lastAnswer.get(first) + ")" : ""),
                 new RdmaTimeoutException("join timed out"));
     }
 
@@ -242,25 +246,30 @@ public final class PeerGroup implements AutoCloseable {
             connecting.add(f);
         }
         f.whenComplete((c, e) -> {
+            Throwable why = e;
             if (e == null) {
-                int said;
+                int said = -1;
                 try {
                     said = GroupWireDescriptor.helloRank(c.peerPrivateData(), groupId, size);
                 } catch (IllegalArgumentException bad) {
+                    // Something else listens there, e.g. rank 0's rendezvous not yet closed
+                    // (PeerGroup.host): not the member yet, try again.
                     c.close();
-                    joined.get(j).completeExceptionally(new CollectiveException(j, "PeerGroup: " + members.get(j)
-                            + " (rank " + j + ") answered with " + bad.getMessage(), bad));
-                    return;
+                    why = bad;
                 }
-                if (said != j) {
+                if (said >= 0 && said != j) {
                     c.close();
                     joined.get(j).completeExceptionally(new CollectiveException(j, "PeerGroup: " + members.get(j)
                             + " says it is rank " + said + ", the member list has it as rank " + j));
                     return;
                 }
-                register(j, c);
-                return;
+                if (said == j) {
+                    register(j, c);
+                    return;
+                }
             }
+            lastAnswer.set(j, members.get(j) + " answered: " + (why.getCause() != null && why instanceof CompletionException
+                    ? why.getCause().getMessage() : why.getMessage()));
             // Not listening yet (it starts later): try again until the group's time to form runs out.
             long wait = Math.min(500, 20L << Math.min(attempt, 5));
             if (System.nanoTime() + wait * 1_000_000 < deadline && !closed) {

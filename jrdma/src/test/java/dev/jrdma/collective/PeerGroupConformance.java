@@ -40,12 +40,18 @@ abstract class PeerGroupConformance {
 
     protected abstract String provider();
 
-    /** The address member {@code i} of a new group listens on. */
+    private static final java.util.Set<Integer> GIVEN = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /** The address member {@code i} of a new group listens on: a free port, never one given before in this JVM. */
     protected InetSocketAddress address(int i) {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return new InetSocketAddress(InetAddress.getLoopbackAddress(), s.getLocalPort());
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
+        while (true) {
+            try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+                if (GIVEN.add(s.getLocalPort())) {   // the kernel may hand a just-closed port out again
+                    return new InetSocketAddress(InetAddress.getLoopbackAddress(), s.getLocalPort());
+                }
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
         }
     }
 
