@@ -65,7 +65,7 @@ abstract class PeerGroupConformance {
         rdmas.forEach(Rdma::close);
     }
 
-    /** {@code n} members formed concurrently over {@code shared} Rdmas. */
+    /** {@code n} members formed concurrently over {@code shared} new Rdmas. */
     List<PeerGroup> group(int n, int shared, GroupConfig config) throws Exception {
         List<Rdma> own = new ArrayList<>();
         for (int i = 0; i < Math.min(n, shared); i++) {
@@ -73,6 +73,11 @@ abstract class PeerGroupConformance {
             own.add(r);
             rdmas.add(r);
         }
+        return group(n, own, config);
+    }
+
+    /** {@code n} members formed concurrently over the given Rdmas. */
+    List<PeerGroup> group(int n, List<Rdma> own, GroupConfig config) throws Exception {
         List<InetSocketAddress> members = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             members.add(address(i));
@@ -293,6 +298,42 @@ abstract class PeerGroupConformance {
                 GroupConfig.defaults().withJoinTimeout(Duration.ofMillis(700)));
         ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(T, TimeUnit.SECONDS));
         assertTrue(e.getCause().getMessage().contains("2 of 2 members did not come within 700 ms"), e.getCause().getMessage());
+    }
+
+    @Test
+    void closingGroupsLeavesNoConnectionFdMappingOrThread() throws Exception {
+        // The Rdmas stay: what each cycle's groups made (connections, listeners, exposures,
+        // control buffers) must be gone once the groups are closed.
+        List<Rdma> two = List.of(builder().build(), builder().build());
+        rdmas.addAll(two);
+        Runnable cycle = () -> {
+            try {
+                List<PeerGroup> g = group(4, two, GroupConfig.defaults());
+                List<LocalRegion> send = new ArrayList<>(), recv = new ArrayList<>();
+                for (PeerGroup m : g) {
+                    send.add(region(m, 4 * 64));
+                    recv.add(region(m, 4 * 64));
+                }
+                onAll(g, r -> g.get(r).allToAll(send.get(r), recv.get(r), 64));
+                onAll(g, r -> g.get(r).allToAll(send.get(r), recv.get(r), 64, AllToAllAlgorithm.SEQUENTIAL));
+                onAll(g, r -> g.get(r).barrier());
+                g.forEach(PeerGroup::close);
+                send.forEach(LocalRegion::close);
+                recv.forEach(LocalRegion::close);
+                groups.clear();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        };
+        cycle.run();   // warm-up: the JDK's delay scheduler thread and the pool's first chunks stay
+        var before = dev.jrdma.provider.verbs.ffi.VerbsLeakTest.snapshot(false);
+        for (int i = 0; i < 3; i++) {
+            cycle.run();
+        }
+        var after = dev.jrdma.provider.verbs.ffi.VerbsLeakTest.settledSnapshot(false, before);
+        assertEquals(before.fds(), after.fds(), "open file descriptors");
+        assertEquals(before.sharedMappings(), after.sharedMappings(), "shared-memory mappings (shm: memfds, ours and peers')");
+        assertEquals(before.threads(), after.threads(), "threads");
     }
 
     @Test
