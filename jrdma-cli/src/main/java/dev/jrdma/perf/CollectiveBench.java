@@ -38,8 +38,12 @@ import javax.imageio.ImageIO;
 public final class CollectiveBench {
     /** Groups whose regions would pass this many bytes per member are left out (n * n * block). */
     static final long MAX_BYTES = 64L << 20;
-    static final int WARM = 5, TIMED = 15;
+    /** Untimed runs first: the JIT needs about a hundred collectives before the times settle (seen: 3.9 ms, then 58 us). */
+    static final int WARM = 100, TIMED = 100;
     static final long CASE_NANOS = TimeUnit.SECONDS.toNanos(30);
+    /** The IO threads' completion mode (-Djrdma.bench.completionMode, default ADAPTIVE as a user gets). */
+    static final dev.jrdma.runtime.CompletionMode MODE =
+            dev.jrdma.runtime.CompletionMode.valueOf(System.getProperty("jrdma.bench.completionMode", "ADAPTIVE"));
 
     private CollectiveBench() {
     }
@@ -68,7 +72,7 @@ public final class CollectiveBench {
         List<PeerGroup> g = new ArrayList<>();
         try {
             for (int i = 0; i < Math.min(n, 4); i++) {
-                rdmas.add(Rdma.builder().provider(provider).build());
+                rdmas.add(Rdma.builder().provider(provider).completionMode(MODE).build());
             }
             List<InetSocketAddress> members = new ArrayList<>();
             while (members.size() < n) {
@@ -154,7 +158,9 @@ public final class CollectiveBench {
                 .append(" each with one IO thread), so the members share the host's CPUs: the numbers show how the algorithms scale")
                 .append(" with the group and the block, not what a cluster of hosts would see. One all-to-all is timed from its call on")
                 .append(" the first member to the end of the last member's; each figure is the median of ").append(TIMED)
-                .append(" timed runs after ").append(WARM).append(" untimed ones (fewer when a case passed 30 s).")
+                .append(" timed runs after ").append(WARM).append(" untimed ones (fewer when a case passed 30 s); the calling")
+                .append(" thread waits for each with get(), so a thread wake-up is part of every figure. IO threads: ")
+                .append(MODE).append(".")
                 .append(" Groups where n x n x block exceeds ").append(MAX_BYTES >> 20).append(" MiB are left out.\n\n");
         md.append("| members | block | PAIRWISE median | PAIRWISE min | SEQUENTIAL median | SEQUENTIAL min | runs |\n")
                 .append("|---:|---:|---:|---:|---:|---:|---:|\n");
