@@ -9,7 +9,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One collective on this member: its name and number, the members it still waits for, and its
@@ -21,7 +20,7 @@ final class CollectiveRun {
     final long number;
     final int seq;
     final CompletableFuture<Void> result = new CompletableFuture<>();
-    private final Map<Integer, AtomicInteger> waitingFor = new ConcurrentHashMap<>();
+    private final Map<Integer, Integer> waitingFor = new ConcurrentHashMap<>();
 
     CollectiveRun(String name, long number, Duration timeout) {
         this.name = name;
@@ -47,12 +46,12 @@ final class CollectiveRun {
 
     /** Tracks {@code step} as waiting for member {@code rank}; its failure fails the collective, naming the member. */
     <T> CompletableFuture<T> track(int rank, CompletableFuture<T> step) {
-        waitingFor.computeIfAbsent(rank, r -> new AtomicInteger()).incrementAndGet();
+        waitingFor.merge(rank, 1, Integer::sum);   // atomic per key, as is the decrement below
         step.whenComplete((v, e) -> {
             if (e != null) {
                 fail(rank, e);
             } else {
-                waitingFor.computeIfPresent(rank, (r, n) -> n.decrementAndGet() == 0 ? null : n);
+                waitingFor.merge(rank, -1, (a, b) -> a + b == 0 ? null : a + b);
             }
         });
         return step;

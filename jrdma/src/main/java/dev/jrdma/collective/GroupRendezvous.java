@@ -106,6 +106,11 @@ final class GroupRendezvous {
         long deadline = System.nanoTime() + config.joinTimeout().toNanos();
         return connect(rdma, rendezvous, cc, deadline, 0).thenCompose(c -> c.receive()
                 .orTimeout(config.joinTimeout().toNanos(), TimeUnit.NANOSECONDS)
+                .whenComplete((m, e) -> {
+                    if (e != null) {
+                        c.close();   // given up: rank 0 must not count on this member any more
+                    }
+                })
                 .thenCompose(m -> {
                     int[] rank = new int[1];
                     List<InetSocketAddress> members;

@@ -245,6 +245,9 @@ public final class PeerGroup implements AutoCloseable {
         synchronized (connecting) {
             connecting.add(f);
         }
+        if (closed) {
+            f.thenAccept(Connection::close);   // close() may have looked at connecting before f was in it
+        }
         f.whenComplete((c, e) -> {
             Throwable why = e;
             if (e == null) {
@@ -290,20 +293,30 @@ public final class PeerGroup implements AutoCloseable {
             c.close();
             return;
         }
-        if (from <= rank || joined.get(from).isDone()) {
+        if (from <= rank) {
             LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: refused a connection from {1} as rank {2}: {3}", rank,
-                    c.remoteAddress(), from, from <= rank ? "lower ranks are connected to, not accepted" : "rank already connected");
+                    c.remoteAddress(), from, "lower ranks are connected to, not accepted");
             c.close();
             return;
         }
         register(from, c);
     }
 
+    /** The one way a connection becomes member {@code r}'s: a second one for the same rank, or one for a closed group, is closed. */
     private void register(int r, Connection c) {
-        peers.set(r, c);
+        synchronized (joined) {
+            if (closed || peers.get(r) != null) {
+                c.close();
+                return;
+            }
+            peers.set(r, c);
+        }
         c.onReceive((conn, m) -> arrived(r, m));
         c.onDisconnect(conn -> lost(r, conn));
-        joined.get(r).complete(c);
+        joined.get(r).complete(c);   // outside the lock: it runs what waits for the mesh
+        if (c.state() != dev.jrdma.ConnectionState.ESTABLISHED) {
+            lost(r, c);   // it went down before onDisconnect was set: nobody else would say so
+        }
     }
 
     /** On the IO thread: a control message or a data arrival from member {@code r}. */
@@ -391,6 +404,7 @@ public final class PeerGroup implements AutoCloseable {
         Objects.requireNonNull(algorithm, "algorithm");
         checkBlocks("allToAll", "send", send, blockSize, size);
         checkBlocks("allToAll", "recv", recv, blockSize, size);
+        checkApart("allToAll", send, recv);
         if (algorithm == AllToAllAlgorithm.SEQUENTIAL) {
             return run("allToAll(SEQUENTIAL)", run -> sequentialAllToAll(run, send, recv, blockSize));
         }
@@ -417,6 +431,7 @@ public final class PeerGroup implements AutoCloseable {
     public CompletableFuture<Void> allGather(LocalRegion send, LocalRegion recv, int blockSize) {
         checkBlocks("allGather", "send", send, blockSize, 1);
         checkBlocks("allGather", "recv", recv, blockSize, size);
+        checkApart("allGather", send, recv);
         return run("allGather", run -> {
             copy(send, 0, recv, rank * (long) blockSize, blockSize);
             List<CompletableFuture<?>> steps = new ArrayList<>();
@@ -508,7 +523,7 @@ public final class PeerGroup implements AutoCloseable {
             CompletableFuture<Void> in = receiveFrom(run, 0, recv, READY2, DATA2);
             return all(run, List.of(out, in));
         }
-        LocalRegion staging = rdma.allocateUninitialized(size * row);
+        LocalRegion staging = rdma.allocateUninitialized(size * row), column = rdma.allocateUninitialized(row);
         CompletableFuture<Void> rows = all(run, peersBut(-1).stream().map(p -> receiveFrom(run, p, staging, READY, DATA)).toList());
         CompletableFuture<Void> served = rows.thenCompose(v -> {
             // Row 0 is ours: it stays in send; our own column comes from the staging rows.
@@ -519,26 +534,32 @@ public final class PeerGroup implements AutoCloseable {
             CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
             for (int p = 1; p < size; p++) {
                 int target = p;
-                chain = chain.thenCompose(x -> serveColumn(run, target, send, staging, row, blockSize));
+                chain = chain.thenCompose(x -> serveColumn(run, target, send, staging, column, row, blockSize));
             }
             return chain;
         });
-        return served.whenComplete((v, e) -> staging.close());
+        // Closed when the collective ends, also by failure or time-out (a member that never came).
+        run.result.whenComplete((v, e) -> {
+            staging.close();
+            column.close();
+        });
+        return served;
     }
 
-    /** Rank 0 of the sequential all-to-all: member {@code p}'s column, block by block, the last one with the arrival signal. */
-    private CompletableFuture<Void> serveColumn(CollectiveRun run, int p, LocalRegion send, LocalRegion staging, long row,
-                                                int blockSize) {
+    /**
+     * Rank 0 of the sequential all-to-all: member {@code p}'s column, gathered into
+     * {@code column} and written with one WRITE_WITH_IMM (one work request per member, whatever
+     * the group's size: n writes per member would not fit a send queue past its depth).
+     */
+    private CompletableFuture<Void> serveColumn(CollectiveRun run, int p, LocalRegion send, LocalRegion staging, LocalRegion column,
+                                                long row, int blockSize) {
         return run.track(p, inbox[p].expect(imm(READY2, run.seq))).thenCompose(d -> {
             RemoteRegion target = remote(run, p, d, 0, size * (long) blockSize);
-            Connection c = peers.get(p);
-            List<CompletableFuture<?>> writes = new ArrayList<>();
-            for (int i = 0; i < size; i++) {
-                LocalRegion block = i == 0 ? send.slice(p * (long) blockSize, blockSize) : staging.slice(i * row + p * (long) blockSize, blockSize);
-                RemoteRegion at = target.slice(i * (long) blockSize, blockSize);
-                writes.add(run.track(p, i == size - 1 ? c.writeWithImm(block, at, imm(DATA2, run.seq)) : c.write(block, at)));
+            copy(send, p * (long) blockSize, column, 0, blockSize);
+            for (int i = 1; i < size; i++) {
+                copy(staging, i * row + p * (long) blockSize, column, i * (long) blockSize, blockSize);
             }
-            return CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new));
+            return run.track(p, peers.get(p).writeWithImm(column, target.slice(0, column.length()), imm(DATA2, run.seq)));
         });
     }
 
@@ -663,6 +684,15 @@ public final class PeerGroup implements AutoCloseable {
         }
     }
 
+    /** Peers write into recv while this member still sends from send: the two must not overlap. */
+    private static void checkApart(String op, LocalRegion send, LocalRegion recv) {
+        long s0 = send.address(), s1 = s0 + send.length(), r0 = recv.address(), r1 = r0 + recv.length();
+        if (s0 < r1 && r0 < s1) {
+            throw new IllegalArgumentException(op + ": send and recv overlap (in place is not supported: peers write into recv"
+                    + " while this member still sends from send)");
+        }
+    }
+
     /** Waits for a collective; its failure is thrown as it is (a {@link CollectiveException} for a member's failure). */
     static <T> T await(CompletableFuture<T> f) {
         try {
@@ -682,7 +712,9 @@ public final class PeerGroup implements AutoCloseable {
             if (closed) {
                 return;
             }
-            closed = true;
+            synchronized (joined) {
+                closed = true;   // register() checks it under the same lock: no connection joins a closed group
+            }
         }
         CollectiveException why = new CollectiveException(-1, "the group of rank " + rank + " was closed", null);
         for (PeerInbox i : inbox) {

@@ -209,9 +209,16 @@ abstract class PeerGroupConformance {
                 }
             }
         }
-        // Many barriers and collectives in a row, called without waiting: they run in order.
+        // Many barriers in a row, called without waiting for the one before: they queue up on
+        // each member and run in order.
+        List<CompletableFuture<Void>> queued = new ArrayList<>();
         for (int round = 0; round < 20; round++) {
-            onAll(g, r -> g.get(r).barrier());
+            for (PeerGroup m : g) {
+                queued.add(m.barrier());
+            }
+        }
+        for (CompletableFuture<Void> q : queued) {
+            q.get(T, TimeUnit.SECONDS);
         }
     }
 
@@ -223,7 +230,9 @@ abstract class PeerGroupConformance {
     @Test
     void theLargestGroupFormsAFullMeshAndExchangesAllToAll() throws Exception {
         int n = largestGroup(), bs = 8;
-        List<PeerGroup> g = group(n, 4, GroupConfig.defaults().withJoinTimeout(Duration.ofSeconds(120)));
+        // 4 032 connection ends: a few receive buffers each, not the default 64 x 4 KiB (1 GiB in all).
+        List<PeerGroup> g = group(n, 4, GroupConfig.defaults().withJoinTimeout(Duration.ofSeconds(120))
+                .withConnection(dev.jrdma.ConnectionConfig.builder().receiveQueueDepth(8).receiveBufferSize(256).build()));
         for (PeerGroup m : g) {
             for (int p = 0; p < n; p++) {
                 if (p != m.rank()) {
@@ -240,11 +249,14 @@ abstract class PeerGroupConformance {
             send.add(s);
             recv.add(region(g.get(r), (long) n * bs));
         }
-        onAll(g, r -> g.get(r).allToAll(send.get(r), recv.get(r), bs));
-        for (int r = 0; r < n; r++) {
-            for (int from = 0; from < n; from++) {
-                assertEquals((long) from << 32 | r, recv.get(r).segment().get(ValueLayout.JAVA_LONG_UNALIGNED, (long) from * bs),
-                        "member " + r + ", block from " + from);
+        for (AllToAllAlgorithm alg : AllToAllAlgorithm.values()) {
+            recv.forEach(x -> x.segment().fill((byte) 0));
+            onAll(g, r -> g.get(r).allToAll(send.get(r), recv.get(r), bs, alg));
+            for (int r = 0; r < n; r++) {
+                for (int from = 0; from < n; from++) {
+                    assertEquals((long) from << 32 | r, recv.get(r).segment().get(ValueLayout.JAVA_LONG_UNALIGNED, (long) from * bs),
+                            alg + ": member " + r + ", block from " + from);
+                }
             }
         }
         onAll(g, r -> g.get(r).barrier());
@@ -349,7 +361,7 @@ abstract class PeerGroupConformance {
 
     @Test
     void aMemberThatNeverCallsTheCollectiveIsNamedWhenItTimesOut() throws Exception {
-        List<PeerGroup> g = group(3, 3, GroupConfig.defaults().withCollectiveTimeout(Duration.ofMillis(800)));
+        List<PeerGroup> g = group(3, 3, GroupConfig.defaults().withCollectiveTimeout(Duration.ofSeconds(3)));
         CompletableFuture<Void> a = g.get(0).barrier(), b = g.get(1).barrier();
         ExecutionException e = assertThrows(ExecutionException.class, () -> a.get(T, TimeUnit.SECONDS));
         CollectiveException ce = (CollectiveException) e.getCause();
@@ -478,6 +490,9 @@ abstract class PeerGroupConformance {
         assertMessage(IllegalArgumentException.class, "send is 10 bytes, 2 blocks of 8 need 16", () -> a.allToAll(small, enough, 8));
         assertMessage(IllegalArgumentException.class, "recv is 10 bytes", () -> a.allGather(enough, small, 8));
         assertMessage(NullPointerException.class, "gather: send", () -> a.gather(0, null, enough, 8));
+        assertMessage(IllegalArgumentException.class, "send and recv overlap", () -> a.allToAll(enough, enough, 8));
+        assertMessage(IllegalArgumentException.class, "send and recv overlap",
+                () -> a.allGather(enough.slice(0, 8), enough.slice(0, 16), 8));
         assertMessage(IllegalArgumentException.class, "connection: rank 0 is this member", () -> a.connection(0));
         Rdma inline = builder().ioThreads(Rdma.INLINE).build();
         rdmas.add(inline);
