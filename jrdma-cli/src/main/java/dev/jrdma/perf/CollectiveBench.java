@@ -162,7 +162,7 @@ public final class CollectiveBench {
                 .append(" thread waits for each with get(), so a thread wake-up is part of every figure. IO threads: ")
                 .append(MODE).append(".")
                 .append(" Groups where n x n x block exceeds ").append(MAX_BYTES >> 20).append(" MiB are left out.\n\n");
-        md.append("| members | block | PAIRWISE median | PAIRWISE min | SEQUENTIAL median | SEQUENTIAL min | runs |\n")
+        md.append("| members | block | PAIRWISE median | PAIRWISE min | SEQUENTIAL median | SEQUENTIAL min | timed runs (pairwise / sequential) |\n")
                 .append("|---:|---:|---:|---:|---:|---:|---:|\n");
         for (int n : sizes) {
             for (int b : blocks) {
@@ -170,8 +170,8 @@ public final class CollectiveBench {
                 if (p == null || s == null) {
                     continue;
                 }
-                md.append(String.format(Locale.ROOT, "| %d | %d B | %.0f us | %.0f us | %.0f us | %.0f us | %d |%n", n, b,
-                        p.medianUs(), p.minUs(), s.medianUs(), s.minUs(), p.runs()));
+                md.append(String.format(Locale.ROOT, "| %d | %d B | %.0f us | %.0f us | %.0f us | %.0f us | %d / %d |%n", n, b,
+                        p.medianUs(), p.minUs(), s.medianUs(), s.minUs(), p.runs(), s.runs()));
             }
         }
         md.append("\n![all-to-all](collectives.png)\n\nRegenerate: `scripts/bench-collectives` (writes this file).\n");
