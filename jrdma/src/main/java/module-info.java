@@ -3,11 +3,13 @@
  *
  * <p>Layers, bottom up: {@code dev.jrdma.exceptions} (the typed exception hierarchy every layer
  * throws), {@code dev.jrdma.provider.verbs.ffi} (bindings to libibverbs and librdmacm) and
- * {@code dev.jrdma.spi} (the provider interface), the providers, and the public API.
+ * {@code dev.jrdma.spi} (the provider interface), the providers, the public API, and
+ * {@code dev.jrdma.collective} (peer groups and collectives, on the public API only).
  */
 module dev.jrdma {
     exports dev.jrdma;
     exports dev.jrdma.exceptions;
+    exports dev.jrdma.collective;
     exports dev.jrdma.runtime;
     exports dev.jrdma.spi;
     exports dev.jrdma.provider.verbs;

@@ -131,6 +131,12 @@ final class PerfPlot {
     /** As {@link #lines(String, String, double[], Map, boolean)}; the series named in {@code dashed} are drawn dashed. */
     static BufferedImage lines(String title, String yLabel, double[] xs, Map<String, double[]> series, boolean logY,
                                java.util.Set<String> dashed) {
+        return lines(title, yLabel, xs, series, logY, dashed, "message size (log)");
+    }
+
+    /** As above, with the x axis named {@code xLabel} (its values still on a log scale). */
+    static BufferedImage lines(String title, String yLabel, double[] xs, Map<String, double[]> series, boolean logY,
+                               java.util.Set<String> dashed, String xLabel) {
         BufferedImage img = new BufferedImage(W, H, BufferedImage.TYPE_INT_RGB);
         Graphics2D g = canvas(img, title);
         double lo = Double.MAX_VALUE, hi = 0;
@@ -161,7 +167,7 @@ final class PerfPlot {
                 g.drawString(size((long) xs[i]), x - 10, H - BOTTOM + 16);
             }
         }
-        g.drawString("message size (log)", LEFT + plotW / 2 - 40, H - BOTTOM + 36);
+        g.drawString(xLabel, LEFT + plotW / 2 - 40, H - BOTTOM + 36);
         int k = 0, colour = 0;
         for (Map.Entry<String, double[]> e : series.entrySet()) {
             // A dashed series takes the colour of the solid one before it: the same test, the other tool.

@@ -334,13 +334,7 @@ public final class PerftestComparison {
 
     /** The guest as the VM shows it: CPU model (QEMU's emulated one), vCPUs, kernel and JDK. */
     private static String machine() {
-        String cpu = "unknown CPU";
-        try {
-            cpu = Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("model name"))
-                    .map(l -> l.substring(l.indexOf(':') + 1).trim()).findFirst().orElse(cpu);
-        } catch (IOException e) {
-            // left as unknown
-        }
+        String cpu = SoftwareProviderBench.cpuModel();
         return "guest " + cpu + ", " + Runtime.getRuntime().availableProcessors() + " vCPUs, Linux "
                 + System.getProperty("os.version") + ", JDK " + Runtime.version() + "; host: "
                 + System.getenv().getOrDefault("JRDMA_HOST_MACHINE", "not given (JRDMA_HOST_MACHINE)");

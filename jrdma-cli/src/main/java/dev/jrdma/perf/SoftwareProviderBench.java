@@ -316,7 +316,7 @@ public final class SoftwareProviderBench {
         sb.append("Run ").append(ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME)).append(" on ")
                 .append(Runtime.getRuntime().availableProcessors()).append(" CPUs, ")
                 .append(System.getProperty("os.name")).append(' ').append(System.getProperty("os.version"))
-                .append(", JDK ").append(Runtime.version()).append(", host ").append(hostModel()).append(".\n");
+                .append(", JDK ").append(Runtime.version()).append(", host ").append(cpuModel()).append(".\n");
         sb.append("Both ends on loopback, each in its own process with one spinning thread; ").append(rounds.size())
                 .append(" rounds, alternating; each number is the median over rounds (a round's latency is the")
                 .append(" median of the second half of ").append(TCP_ITERATIONS).append(" iterations for tcp: the first")
@@ -391,7 +391,8 @@ public final class SoftwareProviderBench {
                 sbw / 1e6, cb / 1e6, sbw / cb, sbw / cb >= 0.7 ? "yes" : "**no**"));
     }
 
-    private static String hostModel() {
+    /** The CPU model from /proc/cpuinfo ("unknown CPU" when there is none). */
+    static String cpuModel() {
         try {
             for (String l : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
                 if (l.startsWith("model name")) {

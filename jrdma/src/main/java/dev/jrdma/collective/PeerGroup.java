@@ -1,0 +1,744 @@
+package dev.jrdma.collective;
+
+import static dev.jrdma.collective.GroupWireDescriptor.BARRIER;
+import static dev.jrdma.collective.GroupWireDescriptor.DATA;
+import static dev.jrdma.collective.GroupWireDescriptor.DATA2;
+import static dev.jrdma.collective.GroupWireDescriptor.READY;
+import static dev.jrdma.collective.GroupWireDescriptor.READY2;
+import static dev.jrdma.collective.GroupWireDescriptor.imm;
+
+import dev.jrdma.Access;
+import dev.jrdma.Connection;
+import dev.jrdma.ConnectionConfig;
+import dev.jrdma.LocalRegion;
+import dev.jrdma.Message;
+import dev.jrdma.Rdma;
+import dev.jrdma.RdmaServer;
+import dev.jrdma.RemoteRegion;
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.exceptions.RdmaTimeoutException;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+
+/**
+ * A group of members connected in a full mesh, addressed by rank 0..n-1 (rdma_lib's peer
+ * index), with collectives built on one-sided operations: the data of a collective moves with
+ * RDMA WRITE straight into the receiving member's region, and a WRITE_WITH_IMM tells it that
+ * its block is in place; nothing is copied on the receiving side.
+ *
+ * <p>Every member calls {@link #join} with the same member list and its own rank. Member r
+ * listens on {@code members.get(r)}, connects to every lower rank and is connected to by every
+ * higher one; members may start in any order within {@link GroupConfig#joinTimeout()}.
+ *
+ * <p>Collectives are called in the same order on every member (as in MPI) and run one after
+ * the other on this member: one called before the last one ended starts when it ends. Each
+ * returns a future, and has a blocking twin ({@code broadcastSync}, ...). A member that dies,
+ * whose connection fails, or that does not answer within {@link GroupConfig#collectiveTimeout()}
+ * fails the collective on every member that waits for it with a {@link CollectiveException}
+ * naming its rank. A group that saw a failure is broken: later collectives fail at once, and
+ * {@link #close()} is what is left to do.
+ *
+ * <p>The {@code Rdma} must have an IO thread (not {@code ioThreads(Rdma.INLINE)}): collectives
+ * proceed in completion callbacks while the caller waits. Several members may share one
+ * {@code Rdma} (each listens on its own address).
+ */
+public final class PeerGroup implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger("dev.jrdma");
+
+    private final Rdma rdma;
+    private final List<InetSocketAddress> members;
+    private final int rank, size, groupId;
+    private final GroupConfig config;
+    private final AtomicReferenceArray<Connection> peers;
+    private final PeerInbox[] inbox;
+    private final List<CompletableFuture<Connection>> joined = new ArrayList<>();
+    private final List<CompletableFuture<Connection>> connecting = new ArrayList<>();
+    /** Per lower rank, why the last connect to it did not make the connection (for the join's failure). */
+    private final java.util.concurrent.atomic.AtomicReferenceArray<String> lastAnswer;
+    private RdmaServer server;
+    private final Object lock = new Object();
+    private CompletableFuture<Void> tail = CompletableFuture.completedFuture(null);
+    private long collectives;
+    private volatile CollectiveException broken;
+    private volatile boolean closed;
+
+    private PeerGroup(Rdma rdma, List<InetSocketAddress> members, int rank, GroupConfig config) {
+        this.rdma = rdma;
+        this.members = List.copyOf(members);
+        this.rank = rank;
+        this.size = members.size();
+        this.config = config;
+        this.groupId = GroupWireDescriptor.groupId(this.members);
+        this.peers = new AtomicReferenceArray<>(size);
+        this.inbox = new PeerInbox[size];
+        this.lastAnswer = new java.util.concurrent.atomic.AtomicReferenceArray<>(size);
+        for (int i = 0; i < size; i++) {
+            inbox[i] = new PeerInbox();
+            joined.add(new CompletableFuture<>());
+        }
+        joined.get(rank).complete(null);
+    }
+
+    // ---------------------------------------------------------------- forming
+
+    /** {@link #joinAsync} with {@link GroupConfig#defaults()}, waiting for the whole mesh. */
+    public static PeerGroup join(Rdma rdma, List<InetSocketAddress> members, int rank) {
+        return join(rdma, members, rank, GroupConfig.defaults());
+    }
+
+    /** {@link #joinAsync}, waiting for the whole mesh; its failure is thrown as it is. */
+    public static PeerGroup join(Rdma rdma, List<InetSocketAddress> members, int rank, GroupConfig config) {
+        return await(joinAsync(rdma, members, rank, config));
+    }
+
+    /**
+     * Joins the group as member {@code rank}: listens on {@code members.get(rank)}, connects to
+     * the lower ranks (retrying until they listen) and accepts the higher ones. The future
+     * completes when every member is connected, or fails with a {@link CollectiveException}
+     * naming a rank still missing after {@link GroupConfig#joinTimeout()} (this member's
+     * connections and listener are closed then).
+     *
+     * @throws IllegalArgumentException for a member list with duplicates or fewer than one
+     *         member, a rank outside it, or an {@code Rdma} without an IO thread
+     */
+    public static CompletableFuture<PeerGroup> joinAsync(Rdma rdma, List<InetSocketAddress> members, int rank, GroupConfig config) {
+        Objects.requireNonNull(rdma, "rdma");
+        Objects.requireNonNull(members, "members");
+        Objects.requireNonNull(config, "config");
+        if (members.isEmpty()) {
+            throw new IllegalArgumentException("PeerGroup: the member list is empty");
+        }
+        if (rank < 0 || rank >= members.size()) {
+            throw new IllegalArgumentException("PeerGroup: rank " + rank + " is not a rank of a group of " + members.size()
+                    + " (0.." + (members.size() - 1) + ")");
+        }
+        HashSet<InetSocketAddress> seen = new HashSet<>();
+        for (int i = 0; i < members.size(); i++) {
+            InetSocketAddress a = Objects.requireNonNull(members.get(i), "members[" + i + "]");
+            if (a.isUnresolved() || a.getPort() == 0) {
+                throw new IllegalArgumentException("PeerGroup: members[" + i + "] = " + a
+                        + " must be a resolved address with a port (every member must know where the others listen)");
+            }
+            if (!seen.add(a)) {
+                throw new IllegalArgumentException("PeerGroup: members[" + i + "] = " + a + " is listed twice");
+            }
+        }
+        if (rdma.ioThreadIds().length == 0) {
+            throw new IllegalArgumentException("PeerGroup: the Rdma was built with ioThreads(Rdma.INLINE): a collective proceeds"
+                    + " in completion callbacks while its caller waits, which needs an IO thread (ioThreads(1) or more)");
+        }
+        PeerGroup g = new PeerGroup(rdma, members, rank, config);
+        return g.form();
+    }
+
+    /**
+     * Rank 0 of a group grown by accepting its members (rdma_lib's server): listens at
+     * {@code rendezvous} until {@code size - 1} members have come ({@link #joinViaAsync}), gives
+     * them ranks 1.. in the order they came and the member list, then forms the mesh like
+     * {@link #joinAsync} (rank 0 listening at {@code rendezvous} again). Fails with a
+     * {@link CollectiveException} when the members do not all come within the join time-out.
+     */
+    public static CompletableFuture<PeerGroup> hostAsync(Rdma rdma, InetSocketAddress rendezvous, int size, GroupConfig config) {
+        Objects.requireNonNull(rdma, "rdma");
+        Objects.requireNonNull(rendezvous, "rendezvous");
+        Objects.requireNonNull(config, "config");
+        return GroupRendezvous.host(rdma, rendezvous, size, config);
+    }
+
+    public static PeerGroup host(Rdma rdma, InetSocketAddress rendezvous, int size) {
+        return await(hostAsync(rdma, rendezvous, size, GroupConfig.defaults()));
+    }
+
+    /**
+     * A member of a group that rank 0 {@linkplain #hostAsync hosts}: connects to
+     * {@code rendezvous} (again while rank 0 is not there yet) telling it {@code listenOn}, the
+     * address this member will listen on, gets its rank and the member list, then joins the mesh.
+     */
+    public static CompletableFuture<PeerGroup> joinViaAsync(Rdma rdma, InetSocketAddress rendezvous, InetSocketAddress listenOn,
+                                                          GroupConfig config) {
+        Objects.requireNonNull(rdma, "rdma");
+        Objects.requireNonNull(rendezvous, "rendezvous");
+        Objects.requireNonNull(listenOn, "listenOn");
+        Objects.requireNonNull(config, "config");
+        if (listenOn.isUnresolved() || listenOn.getPort() == 0) {
+            throw new IllegalArgumentException("PeerGroup.joinVia: listenOn = " + listenOn + " must be a resolved address with a port");
+        }
+        return GroupRendezvous.join(rdma, rendezvous, listenOn, config);
+    }
+
+    public static PeerGroup joinVia(Rdma rdma, InetSocketAddress rendezvous, InetSocketAddress listenOn) {
+        return await(joinViaAsync(rdma, rendezvous, listenOn, GroupConfig.defaults()));
+    }
+
+    private CompletableFuture<PeerGroup> form() {
+        long deadline = System.nanoTime() + config.joinTimeout().toNanos();
+        ConnectionConfig mine = config.connection().toBuilder()
+                .privateData(GroupWireDescriptor.hello(groupId, rank, size)).build();
+        try {
+            if (rank < size - 1) {
+                server = rdma.listen(members.get(rank), mine, this::accepted);
+            }
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(new CollectiveException(rank, "PeerGroup: rank " + rank + " cannot listen on "
+                    + members.get(rank) + ": " + e.getMessage(), e));
+        }
+        for (int j = 0; j < rank; j++) {
+            connect(j, mine, deadline, 0);
+        }
+        CompletableFuture<PeerGroup> done = new CompletableFuture<>();
+        CompletableFuture.allOf(joined.toArray(CompletableFuture[]::new))
+                .orTimeout(config.joinTimeout().toNanos(), TimeUnit.NANOSECONDS)
+                .whenComplete((v, e) -> {
+                    if (e == null) {
+                        done.complete(this);
+                        return;
+                    }
+                    CollectiveException why = joinFailure(e);
+                    close();
+                    done.completeExceptionally(why);
+                });
+        return done;
+    }
+
+    private CollectiveException joinFailure(Throwable e) {
+        Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+        if (cause instanceof CollectiveException ce) {
+            return ce;
+        }
+        List<Integer> missing = new ArrayList<>();
+        for (int i = 0; i < size; i++) {
+            if (!joined.get(i).isDone()) {
+                missing.add(i);
+            }
+        }
+        int first = missing.isEmpty() ? -1 : missing.get(0);
+        return new CollectiveException(first, "PeerGroup: rank " + rank + " of " + size + " has no connection with rank"
+                + (missing.size() == 1 ? " " + first + " (" + members.get(first) + ")" : "s " + missing)
+                + " after " + config.joinTimeout().toMillis() + " ms: is every member started with the same member list?"
+                + (first >= 0 && lastAnswer.get(first) != null ? " (last try: " + lastAnswer.get(first) + ")" : ""),
+                new RdmaTimeoutException("join timed out"));
+    }
+
+    /** Connects to lower rank {@code j}, again every so often while it does not listen yet. */
+    private void connect(int j, ConnectionConfig mine, long deadline, int attempt) {
+        if (closed || joined.get(j).isDone()) {
+            return;
+        }
+        CompletableFuture<Connection> f;
+        try {
+            f = rdma.connectAsync(members.get(j), mine);
+        } catch (RuntimeException e) {
+            joined.get(j).completeExceptionally(new CollectiveException(j, "PeerGroup: cannot connect to rank " + j
+                    + " at " + members.get(j) + ": " + e.getMessage(), e));
+            return;
+        }
+        synchronized (connecting) {
+            connecting.add(f);
+        }
+        if (closed) {
+            f.thenAccept(Connection::close);   // close() may have looked at connecting before f was in it
+        }
+        f.whenComplete((c, e) -> {
+            Throwable why = e;
+            if (e == null) {
+                int said = -1;
+                try {
+                    said = GroupWireDescriptor.helloRank(c.peerPrivateData(), groupId, size);
+                } catch (IllegalArgumentException bad) {
+                    // Something else listens there, e.g. rank 0's rendezvous not yet closed
+                    // (PeerGroup.host): not the member yet, try again.
+                    c.close();
+                    why = bad;
+                }
+                if (said >= 0 && said != j) {
+                    c.close();
+                    joined.get(j).completeExceptionally(new CollectiveException(j, "PeerGroup: " + members.get(j)
+                            + " says it is rank " + said + ", the member list has it as rank " + j));
+                    return;
+                }
+                if (said == j) {
+                    register(j, c);
+                    return;
+                }
+            }
+            lastAnswer.set(j, members.get(j) + " answered: " + (why.getCause() != null && why instanceof CompletionException
+                    ? why.getCause().getMessage() : why.getMessage()));
+            // Not listening yet (it starts later): try again until the group's time to form runs out.
+            long wait = Math.min(500, 20L << Math.min(attempt, 5));
+            if (System.nanoTime() + wait * 1_000_000 < deadline && !closed) {
+                CompletableFuture.delayedExecutor(wait, TimeUnit.MILLISECONDS)
+                        .execute(() -> connect(j, mine, deadline, attempt + 1));
+            }
+        });
+    }
+
+    /** On the IO thread: a higher rank connected. */
+    private void accepted(Connection c) {
+        int from;
+        try {
+            from = GroupWireDescriptor.helloRank(c.peerPrivateData(), groupId, size);
+        } catch (IllegalArgumentException e) {
+            LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: refused a connection from {1}: {2}", rank,
+                    c.remoteAddress(), e.getMessage());
+            c.close();
+            return;
+        }
+        if (from <= rank) {
+            LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: refused a connection from {1} as rank {2}: {3}", rank,
+                    c.remoteAddress(), from, "lower ranks are connected to, not accepted");
+            c.close();
+            return;
+        }
+        register(from, c);
+    }
+
+    /** The one way a connection becomes member {@code r}'s: a second one for the same rank, or one for a closed group, is closed. */
+    private void register(int r, Connection c) {
+        synchronized (joined) {
+            if (closed || peers.get(r) != null) {
+                c.close();
+                return;
+            }
+            peers.set(r, c);
+        }
+        c.onReceive((conn, m) -> arrived(r, m));
+        c.onDisconnect(conn -> lost(r, conn));
+        joined.get(r).complete(c);   // outside the lock: it runs what waits for the mesh
+        if (c.state() != dev.jrdma.ConnectionState.ESTABLISHED) {
+            lost(r, c);   // it went down before onDisconnect was set: nobody else would say so
+        }
+    }
+
+    /** On the IO thread: a control message or a data arrival from member {@code r}. */
+    private void arrived(int r, Message m) {
+        var imm = m.imm();
+        if (imm.isEmpty()) {
+            LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: dropped a message without immediate value from rank {1}",
+                    rank, r);
+            return;
+        }
+        int kind = GroupWireDescriptor.kind(imm.getAsInt());
+        byte[] payload = kind == READY || kind == READY2
+                ? m.data().asSlice(0, m.byteCount()).toArray(ValueLayout.JAVA_BYTE) : null;
+        inbox[r].deliver(imm.getAsInt(), payload);
+    }
+
+    private void lost(int r, Connection c) {
+        RdmaException why = c.failure();
+        inbox[r].lose(new CollectiveException(r, "rank " + r + " (" + members.get(r) + ") is gone: its connection is "
+                + c.state() + (why != null ? " (" + why.getMessage() + ")" : ""), why));
+    }
+
+    // ---------------------------------------------------------------- who
+
+    /** This member's rank. */
+    public int rank() {
+        return rank;
+    }
+
+    /** How many members the group has. */
+    public int size() {
+        return size;
+    }
+
+    /** The connection to member {@code r} (rdma_lib's peer index), for operations of one's own. */
+    public Connection connection(int r) {
+        checkRank("connection", r);
+        if (r == rank) {
+            throw new IllegalArgumentException("connection: rank " + r + " is this member");
+        }
+        return peers.get(r);
+    }
+
+    /** The {@code Rdma} this member's connections run on (allocate the collectives' regions from it). */
+    public Rdma rdma() {
+        return rdma;
+    }
+
+    /** The member list the group was formed from. */
+    public List<InetSocketAddress> members() {
+        return members;
+    }
+
+    // ---------------------------------------------------------------- collectives
+
+    /**
+     * Copies {@code region} of member {@code root} into {@code region} of every other member
+     * (each member's region at least as long as root's).
+     */
+    public CompletableFuture<Void> broadcast(int root, LocalRegion region) {
+        checkRank("broadcast: root", root);
+        Objects.requireNonNull(region, "region");
+        return run("broadcast", run -> {
+            if (rank == root) {
+                return all(run, peersBut(-1).stream().map(p -> writeTo(run, p, region, 0, READY, DATA)).toList());
+            }
+            return receiveFrom(run, root, region, READY, DATA);
+        });
+    }
+
+    public void broadcastSync(int root, LocalRegion region) {
+        await(broadcast(root, region));
+    }
+
+    /** {@link #allToAll(LocalRegion, LocalRegion, int, AllToAllAlgorithm)} with {@link AllToAllAlgorithm#PAIRWISE}. */
+    public CompletableFuture<Void> allToAll(LocalRegion send, LocalRegion recv, int blockSize) {
+        return allToAll(send, recv, blockSize, AllToAllAlgorithm.PAIRWISE);
+    }
+
+    /**
+     * Block j of this member's {@code send} goes to member j, where it lands as block
+     * {@code rank()} of {@code recv}: both regions hold {@code size() * blockSize} bytes.
+     */
+    public CompletableFuture<Void> allToAll(LocalRegion send, LocalRegion recv, int blockSize, AllToAllAlgorithm algorithm) {
+        Objects.requireNonNull(algorithm, "algorithm");
+        checkBlocks("allToAll", "send", send, blockSize, size);
+        checkBlocks("allToAll", "recv", recv, blockSize, size);
+        checkApart("allToAll", send, recv);
+        if (algorithm == AllToAllAlgorithm.SEQUENTIAL) {
+            return run("allToAll(SEQUENTIAL)", run -> sequentialAllToAll(run, send, recv, blockSize));
+        }
+        return run("allToAll(PAIRWISE)", run -> {
+            copy(send, rank * (long) blockSize, recv, rank * (long) blockSize, blockSize);
+            List<CompletableFuture<?>> steps = new ArrayList<>();
+            for (int p : peersBut(-1)) {
+                steps.add(receiveFrom(run, p, recv, READY, DATA));
+                steps.add(writeTo(run, p, send.slice(p * (long) blockSize, blockSize), rank * (long) blockSize, READY, DATA));
+            }
+            return all(run, steps);
+        });
+    }
+
+    public void allToAllSync(LocalRegion send, LocalRegion recv, int blockSize) {
+        await(allToAll(send, recv, blockSize));
+    }
+
+    public void allToAllSync(LocalRegion send, LocalRegion recv, int blockSize, AllToAllAlgorithm algorithm) {
+        await(allToAll(send, recv, blockSize, algorithm));
+    }
+
+    /** Every member's {@code send} block ({@code blockSize} bytes) lands as block {@code rank} of every member's {@code recv}. */
+    public CompletableFuture<Void> allGather(LocalRegion send, LocalRegion recv, int blockSize) {
+        checkBlocks("allGather", "send", send, blockSize, 1);
+        checkBlocks("allGather", "recv", recv, blockSize, size);
+        checkApart("allGather", send, recv);
+        return run("allGather", run -> {
+            copy(send, 0, recv, rank * (long) blockSize, blockSize);
+            List<CompletableFuture<?>> steps = new ArrayList<>();
+            for (int p : peersBut(-1)) {
+                steps.add(receiveFrom(run, p, recv, READY, DATA));
+                steps.add(writeTo(run, p, send.slice(0, blockSize), rank * (long) blockSize, READY, DATA));
+            }
+            return all(run, steps);
+        });
+    }
+
+    public void allGatherSync(LocalRegion send, LocalRegion recv, int blockSize) {
+        await(allGather(send, recv, blockSize));
+    }
+
+    /**
+     * Every member's {@code send} block lands as block {@code rank} of {@code root}'s
+     * {@code recv} ({@code size() * blockSize} bytes; other members may pass null).
+     */
+    public CompletableFuture<Void> gather(int root, LocalRegion send, LocalRegion recv, int blockSize) {
+        checkRank("gather: root", root);
+        checkBlocks("gather", "send", send, blockSize, 1);
+        if (rank == root) {
+            checkBlocks("gather", "recv", recv, blockSize, size);
+        }
+        return run("gather", run -> {
+            if (rank == root) {
+                copy(send, 0, recv, rank * (long) blockSize, blockSize);
+                return all(run, peersBut(-1).stream().map(p -> receiveFrom(run, p, recv, READY, DATA)).toList());
+            }
+            return writeTo(run, root, send.slice(0, blockSize), rank * (long) blockSize, READY, DATA);
+        });
+    }
+
+    public void gatherSync(int root, LocalRegion send, LocalRegion recv, int blockSize) {
+        await(gather(root, send, recv, blockSize));
+    }
+
+    /**
+     * Block j of {@code root}'s {@code send} ({@code size() * blockSize} bytes; other members
+     * may pass null) lands in member j's {@code recv} ({@code blockSize} bytes).
+     */
+    public CompletableFuture<Void> scatter(int root, LocalRegion send, LocalRegion recv, int blockSize) {
+        checkRank("scatter: root", root);
+        checkBlocks("scatter", "recv", recv, blockSize, 1);
+        if (rank == root) {
+            checkBlocks("scatter", "send", send, blockSize, size);
+        }
+        return run("scatter", run -> {
+            if (rank == root) {
+                copy(send, rank * (long) blockSize, recv, 0, blockSize);
+                return all(run, peersBut(-1).stream()
+                        .map(p -> writeTo(run, p, send.slice(p * (long) blockSize, blockSize), 0, READY, DATA)).toList());
+            }
+            return receiveFrom(run, root, recv, READY, DATA);
+        });
+    }
+
+    public void scatterSync(int root, LocalRegion send, LocalRegion recv, int blockSize) {
+        await(scatter(root, send, recv, blockSize));
+    }
+
+    /** Completes once every member has called it (this collective number on each). */
+    public CompletableFuture<Void> barrier() {
+        return run("barrier", run -> {
+            List<CompletableFuture<?>> steps = new ArrayList<>();
+            for (int p : peersBut(-1)) {
+                steps.add(run.track(p, inbox[p].expect(imm(BARRIER, run.seq))));
+                steps.add(run.track(p, control(p, imm(BARRIER, run.seq), null)));
+            }
+            return all(run, steps);
+        });
+    }
+
+    public void barrierSync() {
+        await(barrier());
+    }
+
+    /**
+     * rdma_lib's all-to-all, through rank 0: every member writes its whole send region into a
+     * staging region at rank 0 (row {@code rank}); rank 0 then writes to each member in turn the
+     * column meant for it, waiting for each member before the next.
+     */
+    private CompletableFuture<Void> sequentialAllToAll(CollectiveRun run, LocalRegion send, LocalRegion recv, int blockSize) {
+        long row = size * (long) blockSize;
+        if (rank != 0) {
+            // Our row to rank 0, then wait for our column from it.
+            CompletableFuture<Void> out = writeTo(run, 0, send.slice(0, row), rank * row, READY, DATA);
+            CompletableFuture<Void> in = receiveFrom(run, 0, recv, READY2, DATA2);
+            return all(run, List.of(out, in));
+        }
+        LocalRegion staging = rdma.allocateUninitialized(size * row), column = rdma.allocateUninitialized(row);
+        CompletableFuture<Void> rows = all(run, peersBut(-1).stream().map(p -> receiveFrom(run, p, staging, READY, DATA)).toList());
+        CompletableFuture<Void> served = rows.thenCompose(v -> {
+            // Row 0 is ours: it stays in send; our own column comes from the staging rows.
+            copy(send, 0, recv, 0, blockSize);
+            for (int i = 1; i < size; i++) {
+                copy(staging, i * row, recv, i * (long) blockSize, blockSize);
+            }
+            CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
+            for (int p = 1; p < size; p++) {
+                int target = p;
+                chain = chain.thenCompose(x -> serveColumn(run, target, send, staging, column, row, blockSize));
+            }
+            return chain;
+        });
+        // Closed when the collective ends, also by failure or time-out (a member that never came).
+        run.result.whenComplete((v, e) -> {
+            staging.close();
+            column.close();
+        });
+        return served;
+    }
+
+    /**
+     * Rank 0 of the sequential all-to-all: member {@code p}'s column, gathered into
+     * {@code column} and written with one WRITE_WITH_IMM (one work request per member, whatever
+     * the group's size: n writes per member would not fit a send queue past its depth).
+     */
+    private CompletableFuture<Void> serveColumn(CollectiveRun run, int p, LocalRegion send, LocalRegion staging, LocalRegion column,
+                                                long row, int blockSize) {
+        return run.track(p, inbox[p].expect(imm(READY2, run.seq))).thenCompose(d -> {
+            RemoteRegion target = remote(run, p, d, 0, size * (long) blockSize);
+            copy(send, p * (long) blockSize, column, 0, blockSize);
+            for (int i = 1; i < size; i++) {
+                copy(staging, i * row + p * (long) blockSize, column, i * (long) blockSize, blockSize);
+            }
+            return run.track(p, peers.get(p).writeWithImm(column, target.slice(0, column.length()), imm(DATA2, run.seq)));
+        });
+    }
+
+    // ---------------------------------------------------------------- steps
+
+    /** Tells member {@code p} where to write ({@code recv}), and waits for its arrival signal. */
+    private CompletableFuture<Void> receiveFrom(CollectiveRun run, int p, LocalRegion recv, int ready, int data) {
+        byte[] d = recv.toRemote(Access.REMOTE_WRITE).toDescriptor();
+        CompletableFuture<Void> told = run.track(p, control(p, imm(ready, run.seq), d));
+        CompletableFuture<byte[]> came = run.track(p, inbox[p].expect(imm(data, run.seq)));
+        return told.thenCombine(came, (a, b) -> null);
+    }
+
+    /** Waits for member {@code p}'s region, then writes {@code src} at {@code offset} of it with the arrival signal. */
+    private CompletableFuture<Void> writeTo(CollectiveRun run, int p, LocalRegion src, long offset, int ready, int data) {
+        return run.track(p, inbox[p].expect(imm(ready, run.seq))).thenCompose(d -> {
+            RemoteRegion target = remote(run, p, d, offset, src.length());
+            return run.track(p, peers.get(p).writeWithImm(src, target.slice(offset, src.length()), imm(data, run.seq)));
+        });
+    }
+
+    /** Member {@code p}'s region from its READY, checked to hold {@code length} bytes at {@code offset}. */
+    private RemoteRegion remote(CollectiveRun run, int p, byte[] descriptor, long offset, long length) {
+        RemoteRegion r;
+        try {
+            r = RemoteRegion.fromDescriptor(descriptor);
+        } catch (IllegalArgumentException e) {
+            throw new CollectiveException(p, run.what() + ": rank " + p + " sent a malformed region descriptor: " + e.getMessage(), e);
+        }
+        if (offset + length > r.length()) {
+            throw new CollectiveException(p, run.what() + ": rank " + p + "'s receive region is " + r.length() + " bytes, "
+                    + "this member writes " + length + " bytes at offset " + offset + ": do all members pass the same sizes?", null);
+        }
+        return r;
+    }
+
+    /** A control message to member {@code p}: the immediate value says what, the payload (may be null) carries a descriptor. */
+    private CompletableFuture<Void> control(int p, int immediate, byte[] payload) {
+        int n = payload == null ? 1 : payload.length;
+        LocalRegion buf = rdma.allocate(n);
+        if (payload != null) {
+            MemorySegment.copy(payload, 0, buf.segment(), ValueLayout.JAVA_BYTE, 0, n);
+        }
+        CompletableFuture<Void> sent;
+        try {
+            sent = peers.get(p).sendWithImm(immediate, buf);
+        } catch (RuntimeException e) {
+            buf.close();
+            return CompletableFuture.failedFuture(e);
+        }
+        return sent.whenComplete((v, e) -> buf.close());
+    }
+
+    private CompletableFuture<Void> all(CollectiveRun run, List<? extends CompletableFuture<?>> steps) {
+        return CompletableFuture.allOf(steps.toArray(CompletableFuture[]::new));
+    }
+
+    /** The other members in the order rank + 1, rank + 2, ... (mod n), leaving out {@code also} too. */
+    private List<Integer> peersBut(int also) {
+        List<Integer> l = new ArrayList<>(size - 1);
+        for (int k = 1; k < size; k++) {
+            int p = (rank + k) % size;
+            if (p != also) {
+                l.add(p);
+            }
+        }
+        return l;
+    }
+
+    private static void copy(LocalRegion from, long fromOffset, LocalRegion to, long toOffset, long n) {
+        MemorySegment.copy(from.segment(), fromOffset, to.segment(), toOffset, n);
+    }
+
+    /** Runs a collective after the ones called before it; a broken or closed group fails it at once. */
+    private CompletableFuture<Void> run(String name, java.util.function.Function<CollectiveRun, CompletableFuture<Void>> body) {
+        synchronized (lock) {
+            if (closed) {
+                return CompletableFuture.failedFuture(new CollectiveException(-1, name + ": the group of rank " + rank
+                        + " is closed", null));
+            }
+            long number = ++collectives;
+            CompletableFuture<Void> result = tail.handle((v, e) -> null).thenCompose(x -> start(name, number, body));
+            tail = result;
+            return result;
+        }
+    }
+
+    private CompletableFuture<Void> start(String name, long number, java.util.function.Function<CollectiveRun, CompletableFuture<Void>> body) {
+        CollectiveException b = broken;
+        if (b != null || closed) {
+            return CompletableFuture.failedFuture(new CollectiveException(b == null ? -1 : b.rank(), name + " #" + number
+                    + ": the group is " + (closed ? "closed" : "broken since " + b.getMessage() + "; close it"), b));
+        }
+        CollectiveRun run = new CollectiveRun(name, number, config.collectiveTimeout());
+        try {
+            run.finishWith(body.apply(run));
+        } catch (RuntimeException e) {
+            run.fail(e instanceof CollectiveException ce ? ce.rank() : -1, e);
+        }
+        return run.result.whenComplete((v, e) -> {
+            if (e != null && broken == null) {
+                broken = e instanceof CollectiveException ce ? ce : new CollectiveException(-1, e.getMessage(), e);
+            }
+        });
+    }
+
+    private void checkRank(String what, int r) {
+        if (r < 0 || r >= size) {
+            throw new IllegalArgumentException(what + " " + r + " is not a rank of this group of " + size + " (0.." + (size - 1) + ")");
+        }
+    }
+
+    private static void checkBlocks(String op, String name, LocalRegion region, int blockSize, int blocks) {
+        Objects.requireNonNull(region, op + ": " + name);
+        if (blockSize <= 0) {
+            throw new IllegalArgumentException(op + ": blockSize must be positive, not " + blockSize);
+        }
+        long need = (long) blockSize * blocks;
+        if (region.length() < need) {
+            throw new IllegalArgumentException(op + ": " + name + " is " + region.length() + " bytes, " + blocks + " block"
+                    + (blocks == 1 ? "" : "s") + " of " + blockSize + " need " + need);
+        }
+    }
+
+    /** Peers write into recv while this member still sends from send: the two must not overlap. */
+    private static void checkApart(String op, LocalRegion send, LocalRegion recv) {
+        long s0 = send.address(), s1 = s0 + send.length(), r0 = recv.address(), r1 = r0 + recv.length();
+        if (s0 < r1 && r0 < s1) {
+            throw new IllegalArgumentException(op + ": send and recv overlap (in place is not supported: peers write into recv"
+                    + " while this member still sends from send)");
+        }
+    }
+
+    /** Waits for a collective; its failure is thrown as it is (a {@link CollectiveException} for a member's failure). */
+    static <T> T await(CompletableFuture<T> f) {
+        try {
+            return f.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            throw e;
+        }
+    }
+
+    /** Closes every connection of the group and its listener; a collective still running fails. */
+    @Override
+    public void close() {
+        synchronized (lock) {
+            if (closed) {
+                return;
+            }
+            synchronized (joined) {
+                closed = true;   // register() checks it under the same lock: no connection joins a closed group
+            }
+        }
+        CollectiveException why = new CollectiveException(-1, "the group of rank " + rank + " was closed", null);
+        for (PeerInbox i : inbox) {
+            i.lose(why);
+        }
+        synchronized (connecting) {
+            for (CompletableFuture<Connection> f : connecting) {
+                f.thenAccept(Connection::close);
+            }
+        }
+        for (int i = 0; i < size; i++) {
+            Connection c = peers.get(i);
+            if (c != null) {
+                c.close();
+            }
+        }
+        if (server != null) {
+            server.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "PeerGroup[rank " + rank + " of " + size + ", " + members.get(rank) + (closed ? ", closed" : "")
+                + (broken != null ? ", broken" : "") + "]";
+    }
+}

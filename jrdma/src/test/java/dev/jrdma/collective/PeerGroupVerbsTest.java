@@ -1,0 +1,142 @@
+package dev.jrdma.collective;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import dev.jrdma.LocalRegion;
+import dev.jrdma.Rdma;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Peer groups on real verbs (Soft-RoCE in the VM): rank 0 on the server device and address,
+ * rank 1 on the client's. That is the largest group the VM allows: its routing sends traffic
+ * for one rxe address out of the other rxe device, so two members on one device could not
+ * connect to each other. Every collective's data crosses rxe as RDMA WRITE_WITH_IMM.
+ */
+@Tag("verbs")
+class PeerGroupVerbsTest {
+    private static int nextPort = 9600 + (int) (ProcessHandle.current().pid() % 300) * 2;
+    private final List<Rdma> rdmas = new ArrayList<>();
+    private final List<PeerGroup> groups = new ArrayList<>();
+
+    static String env(String name) {
+        String v = System.getenv(name);
+        if (v == null || v.isBlank()) {
+            fail("the verbs suite needs " + name + " (set by scripts/softroce-vm): run it with scripts/verbs-suite");
+        }
+        return v;
+    }
+
+    static synchronized List<InetSocketAddress> members() {
+        int p = nextPort;
+        nextPort += 2;
+        return List.of(new InetSocketAddress(env("JRDMA_VM_IP0"), p), new InetSocketAddress(env("JRDMA_VM_IP1"), p + 1));
+    }
+
+    @AfterEach
+    void closeAll() {
+        groups.forEach(PeerGroup::close);
+        rdmas.forEach(Rdma::close);
+    }
+
+    private Rdma rdma(String device) {
+        Rdma r = Rdma.builder().provider("verbs").device(device).build();
+        rdmas.add(r);
+        return r;
+    }
+
+    @Test
+    void everyCollectiveMovesItsBlocksOverRxe() throws Exception {
+        List<InetSocketAddress> members = members();
+        CompletableFuture<PeerGroup> a = PeerGroup.joinAsync(rdma(env("JRDMA_VM_DEV0")), members, 0, GroupConfig.defaults());
+        CompletableFuture<PeerGroup> b = PeerGroup.joinAsync(rdma(env("JRDMA_VM_DEV1")), members, 1, GroupConfig.defaults());
+        List<PeerGroup> g = List.of(a.get(120, TimeUnit.SECONDS), b.get(120, TimeUnit.SECONDS));
+        groups.addAll(g);
+        int n = 2, bs = 4096;
+        for (AllToAllAlgorithm alg : AllToAllAlgorithm.values()) {
+            List<LocalRegion> send = new ArrayList<>(), recv = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                LocalRegion s = PeerGroupConformance.region(g.get(r), (long) n * bs);
+                for (int blk = 0; blk < n; blk++) {
+                    for (int i = 0; i < bs; i++) {
+                        s.segment().set(ValueLayout.JAVA_BYTE, (long) blk * bs + i, PeerGroupConformance.mark(r, blk, i));
+                    }
+                }
+                send.add(s);
+                recv.add(PeerGroupConformance.region(g.get(r), (long) n * bs));
+            }
+            PeerGroupConformance.onAll(g, r -> g.get(r).allToAll(send.get(r), recv.get(r), bs, alg));
+            for (int r = 0; r < n; r++) {
+                for (int from = 0; from < n; from++) {
+                    for (int i = 0; i < bs; i++) {
+                        assertEquals(PeerGroupConformance.mark(from, r, i),
+                                recv.get(r).segment().get(ValueLayout.JAVA_BYTE, (long) from * bs + i),
+                                alg + ": member " + r + " block from " + from + " byte " + i);
+                    }
+                }
+            }
+        }
+        List<LocalRegion> one = new ArrayList<>(), all = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            LocalRegion s = PeerGroupConformance.region(g.get(r), 64);
+            s.segment().fill((byte) (r + 1));
+            one.add(s);
+            all.add(PeerGroupConformance.region(g.get(r), 128));
+        }
+        PeerGroupConformance.onAll(g, r -> g.get(r).allGather(one.get(r), all.get(r), 64));
+        PeerGroupConformance.onAll(g, r -> g.get(r).broadcast(1, one.get(r)));
+        for (int r = 0; r < n; r++) {
+            assertEquals(1, all.get(r).segment().get(ValueLayout.JAVA_BYTE, 0), "allGather: block of rank 0 at member " + r);
+            assertEquals(2, all.get(r).segment().get(ValueLayout.JAVA_BYTE, 127), "allGather: block of rank 1 at member " + r);
+            assertEquals(2, one.get(r).segment().get(ValueLayout.JAVA_BYTE, 63), "broadcast from rank 1 at member " + r);
+        }
+        PeerGroupConformance.onAll(g, r -> g.get(r).barrier());
+    }
+
+    @Test
+    void aMemberProcessKilledWithSigkillIsNamed() throws Exception {
+        List<InetSocketAddress> members = members();
+        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", PeerGroupConformance.childClassPath(), GroupMemberMain.class.getName(),
+                "verbs", env("JRDMA_VM_DEV1"), "1"));
+        members.forEach(m -> cmd.add(m.getAddress().getHostAddress() + ":" + m.getPort()));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        try {
+            PeerGroup g = PeerGroup.join(rdma(env("JRDMA_VM_DEV0")), members, 0);
+            groups.add(g);
+            g.barrierSync();
+            BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+            StringBuilder seen = new StringBuilder();
+            for (String line; (line = out.readLine()) != null && !line.equals("ready"); ) {
+                seen.append(line).append('\n');
+            }
+            CompletableFuture<Void> waiting = g.allToAll(g.rdma().allocate(128), g.rdma().allocate(128), 64);
+            Thread.sleep(500);
+            assertTrue(!waiting.isDone(), "rank 0 waits for rank 1: " + seen);
+            p.destroyForcibly();
+            ExecutionException e = assertThrows(ExecutionException.class, () -> waiting.get(120, TimeUnit.SECONDS));
+            CollectiveException ce = (CollectiveException) e.getCause();
+            assertEquals(1, ce.rank(), ce.getMessage());
+            assertTrue(ce.getMessage().contains("allToAll(PAIRWISE) #2"), ce.getMessage());
+        } finally {
+            p.destroyForcibly();
+            p.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+}
