@@ -381,7 +381,7 @@ public final class PeerGroup implements AutoCloseable {
         Objects.requireNonNull(region, "region");
         return run("broadcast", run -> {
             if (rank == root) {
-                return all(run, peersBut(-1).stream().map(p -> writeTo(run, p, region, 0, READY, DATA)).toList());
+                return all(others().stream().map(p -> writeTo(run, p, region, 0, READY, DATA)).toList());
             }
             return receiveFrom(run, root, region, READY, DATA);
         });
@@ -410,12 +410,7 @@ public final class PeerGroup implements AutoCloseable {
         }
         return run("allToAll(PAIRWISE)", run -> {
             copy(send, rank * (long) blockSize, recv, rank * (long) blockSize, blockSize);
-            List<CompletableFuture<?>> steps = new ArrayList<>();
-            for (int p : peersBut(-1)) {
-                steps.add(receiveFrom(run, p, recv, READY, DATA));
-                steps.add(writeTo(run, p, send.slice(p * (long) blockSize, blockSize), rank * (long) blockSize, READY, DATA));
-            }
-            return all(run, steps);
+            return exchangeWithAll(run, recv, p -> send.slice(p * (long) blockSize, blockSize), rank * (long) blockSize);
         });
     }
 
@@ -434,12 +429,7 @@ public final class PeerGroup implements AutoCloseable {
         checkApart("allGather", send, recv);
         return run("allGather", run -> {
             copy(send, 0, recv, rank * (long) blockSize, blockSize);
-            List<CompletableFuture<?>> steps = new ArrayList<>();
-            for (int p : peersBut(-1)) {
-                steps.add(receiveFrom(run, p, recv, READY, DATA));
-                steps.add(writeTo(run, p, send.slice(0, blockSize), rank * (long) blockSize, READY, DATA));
-            }
-            return all(run, steps);
+            return exchangeWithAll(run, recv, p -> send.slice(0, blockSize), rank * (long) blockSize);
         });
     }
 
@@ -460,7 +450,7 @@ public final class PeerGroup implements AutoCloseable {
         return run("gather", run -> {
             if (rank == root) {
                 copy(send, 0, recv, rank * (long) blockSize, blockSize);
-                return all(run, peersBut(-1).stream().map(p -> receiveFrom(run, p, recv, READY, DATA)).toList());
+                return all(others().stream().map(p -> receiveFrom(run, p, recv, READY, DATA)).toList());
             }
             return writeTo(run, root, send.slice(0, blockSize), rank * (long) blockSize, READY, DATA);
         });
@@ -483,7 +473,7 @@ public final class PeerGroup implements AutoCloseable {
         return run("scatter", run -> {
             if (rank == root) {
                 copy(send, rank * (long) blockSize, recv, 0, blockSize);
-                return all(run, peersBut(-1).stream()
+                return all(others().stream()
                         .map(p -> writeTo(run, p, send.slice(p * (long) blockSize, blockSize), 0, READY, DATA)).toList());
             }
             return receiveFrom(run, root, recv, READY, DATA);
@@ -498,11 +488,11 @@ public final class PeerGroup implements AutoCloseable {
     public CompletableFuture<Void> barrier() {
         return run("barrier", run -> {
             List<CompletableFuture<?>> steps = new ArrayList<>();
-            for (int p : peersBut(-1)) {
+            for (int p : others()) {
                 steps.add(run.track(p, inbox[p].expect(imm(BARRIER, run.seq))));
                 steps.add(run.track(p, control(p, imm(BARRIER, run.seq), null)));
             }
-            return all(run, steps);
+            return all(steps);
         });
     }
 
@@ -521,10 +511,10 @@ public final class PeerGroup implements AutoCloseable {
             // Our row to rank 0, then wait for our column from it.
             CompletableFuture<Void> out = writeTo(run, 0, send.slice(0, row), rank * row, READY, DATA);
             CompletableFuture<Void> in = receiveFrom(run, 0, recv, READY2, DATA2);
-            return all(run, List.of(out, in));
+            return all(List.of(out, in));
         }
         LocalRegion staging = rdma.allocateUninitialized(size * row), column = rdma.allocateUninitialized(row);
-        CompletableFuture<Void> rows = all(run, peersBut(-1).stream().map(p -> receiveFrom(run, p, staging, READY, DATA)).toList());
+        CompletableFuture<Void> rows = all(others().stream().map(p -> receiveFrom(run, p, staging, READY, DATA)).toList());
         CompletableFuture<Void> served = rows.thenCompose(v -> {
             // Row 0 is ours: it stays in send; our own column comes from the staging rows.
             copy(send, 0, recv, 0, blockSize);
@@ -613,18 +603,29 @@ public final class PeerGroup implements AutoCloseable {
         return sent.whenComplete((v, e) -> buf.close());
     }
 
-    private CompletableFuture<Void> all(CollectiveRun run, List<? extends CompletableFuture<?>> steps) {
+    /**
+     * Every other member writes into {@code recv} (told with READY), and this member writes
+     * {@code blockFor.apply(p)} at {@code offset} of each member p's region.
+     */
+    private CompletableFuture<Void> exchangeWithAll(CollectiveRun run, LocalRegion recv,
+                                                    java.util.function.IntFunction<LocalRegion> blockFor, long offset) {
+        List<CompletableFuture<?>> steps = new ArrayList<>();
+        for (int p : others()) {
+            steps.add(receiveFrom(run, p, recv, READY, DATA));
+            steps.add(writeTo(run, p, blockFor.apply(p), offset, READY, DATA));
+        }
+        return all(steps);
+    }
+
+    private static CompletableFuture<Void> all(List<? extends CompletableFuture<?>> steps) {
         return CompletableFuture.allOf(steps.toArray(CompletableFuture[]::new));
     }
 
-    /** The other members in the order rank + 1, rank + 2, ... (mod n), leaving out {@code also} too. */
-    private List<Integer> peersBut(int also) {
+    /** The other members in the order rank + 1, rank + 2, ... (mod n), so that not all start on the same target. */
+    private List<Integer> others() {
         List<Integer> l = new ArrayList<>(size - 1);
         for (int k = 1; k < size; k++) {
-            int p = (rank + k) % size;
-            if (p != also) {
-                l.add(p);
-            }
+            l.add((rank + k) % size);
         }
         return l;
     }
