@@ -210,7 +210,7 @@ public final class Connection implements AutoCloseable {
     QueuePairSpec spec(dev.jrdma.spi.DeviceCapabilities caps) {
         int rd = config.rdAtomicFor(caps);
         return new QueuePairSpec(config.sendQueueDepth(), config.receiveQueueDepth(), 1, 1, config.maxInlineData(),
-                rd, rd, config.retryCount(), config.rnrRetry(), postLock);
+                rd, rd, config.retryCount(), config.rnrRetry(), config.ackTimeout(), config.minRnrTimer(), postLock);
     }
 
     /** The QP exists (INIT): post every receive, before the peer can send. */
@@ -263,6 +263,14 @@ public final class Connection implements AutoCloseable {
         return peer.data().clone();
     }
 
+    /**
+     * How many receives the peer keeps posted, when it told us (a jrdma peer does); -1 when
+     * unknown. More sends than this in flight at once can meet a receiver-not-ready wait.
+     */
+    public int peerReceiveQueueDepth() {
+        return peer.receiveDepth();
+    }
+
     /** The largest message the peer receives, when it told us (a jrdma peer does); -1 when unknown. */
     public int peerReceiveBufferSize() {
         return peer.receiveBufferSize();
@@ -277,7 +285,9 @@ public final class Connection implements AutoCloseable {
         QueuePairSpec g = q.granted();
         int deviceState = state == ConnectionState.CLOSED ? QueuePair.STATE_ERR : q.queryState();
         return new QueuePairInfo(q.qpNum(), QueuePair.stateName(deviceState), g.sendDepth(), g.recvDepth(),
-                g.maxInlineData(), g.initiatorDepth(), g.responderResources(), g.retryCount(), g.rnrRetry());
+                g.maxInlineData(), g.initiatorDepth(), g.responderResources(), g.retryCount(), g.rnrRetry(),
+                state == ConnectionState.CLOSED ? -1 : q.queryAckTimeout(),
+                state == ConnectionState.CLOSED ? -1 : q.queryMinRnrTimer());
     }
 
     /** The first failure, once the connection is in ERROR or CLOSED; null before. */

@@ -25,6 +25,8 @@ public final class ConnectionConfig {
     private final Duration timeout;
     private final int retryCount;
     private final int rnrRetry;
+    private final int ackTimeout;
+    private final int minRnrTimer;
     private final byte[] privateData;
     private final byte[] authToken;
 
@@ -37,6 +39,8 @@ public final class ConnectionConfig {
         timeout = b.timeout;
         retryCount = b.retryCount;
         rnrRetry = b.rnrRetry;
+        ackTimeout = b.ackTimeout;
+        minRnrTimer = b.minRnrTimer;
         privateData = b.privateData.clone();
         authToken = b.authToken.clone();
     }
@@ -62,6 +66,8 @@ public final class ConnectionConfig {
         b.timeout = timeout;
         b.retryCount = retryCount;
         b.rnrRetry = rnrRetry;
+        b.ackTimeout = ackTimeout;
+        b.minRnrTimer = minRnrTimer;
         b.privateData = privateData.clone();
         b.authToken = authToken.clone();
         return b;
@@ -105,6 +111,31 @@ public final class ConnectionConfig {
     /** Receiver-not-ready retries (0-6). Default 6. 7 means "forever" and is refused. */
     public int rnrRetry() {
         return rnrRetry;
+    }
+
+    /**
+     * The local ack timeout exponent on verbs: a request not acknowledged within
+     * 4.096 µs × 2<sup>n</sup> is sent again, up to {@link #retryCount()} times. -1 (the default)
+     * leaves it to rdma_cm, which derives it from the path (measured on Soft-RoCE: 19, 2.1 s).
+     * A lossy link (Soft-RoCE under load) with a long timeout stalls for that long on every
+     * dropped packet; perftest uses 14 (67 ms). The tcp and shm transports ignore it.
+     * {@link Connection#queuePair()} reports what the device applied.
+     */
+    public int ackTimeout() {
+        return ackTimeout;
+    }
+
+    /**
+     * On verbs, how long a peer whose SEND found no receive posted here waits before sending it
+     * again (each wait counts against its {@link #rnrRetry()}), in the IB encoding: 1 is 0.01 ms,
+     * 12 is 0.64 ms (perftest's), 18 is 5.12 ms, 31 is 491.52 ms, and 0 is 655.36 ms. -1 (the
+     * default) leaves rdma_cm's, which is 0: with the default 6 retries a receiver has about 4.6 s
+     * to post a receive. A short timer finds a posted receive sooner, and gives up sooner. The
+     * tcp and shm transports ignore it (their RNR wait is fixed). {@link Connection#queuePair()}
+     * reports what the device applied.
+     */
+    public int minRnrTimer() {
+        return minRnrTimer;
     }
 
     /** Application bytes sent with the connection request (the peer sees them in its accept callback). */
@@ -159,7 +190,9 @@ public final class ConnectionConfig {
         return "ConnectionConfig[sendQueueDepth=" + sendQueueDepth + ", receiveQueueDepth=" + receiveQueueDepth
                 + ", receiveBufferSize=" + receiveBufferSize + ", maxInlineData=" + maxInlineData + ", maxRdAtomic="
                 + (maxRdAtomic < 0 ? "device" : maxRdAtomic) + ", timeout=" + timeout + ", retryCount=" + retryCount
-                + ", rnrRetry=" + rnrRetry + ", privateData=" + privateData.length + " bytes, authToken="
+                + ", rnrRetry=" + rnrRetry + ", ackTimeout=" + (ackTimeout < 0 ? "cm" : ackTimeout)
+                + ", minRnrTimer=" + (minRnrTimer < 0 ? "cm" : minRnrTimer) + ", privateData="
+                + privateData.length + " bytes, authToken="
                 + (authToken.length == 0 ? "none" : authToken.length + " bytes") + "]";
     }
 
@@ -173,6 +206,8 @@ public final class ConnectionConfig {
         private Duration timeout = Duration.ofSeconds(10);
         private int retryCount = 7;
         private int rnrRetry = 6;
+        private int ackTimeout = -1;
+        private int minRnrTimer = -1;
         private byte[] privateData = new byte[0];
         private byte[] authToken = new byte[0];
 
@@ -232,6 +267,22 @@ public final class ConnectionConfig {
                         + "posting receives would hang the sender for good; use 0-6 (6: the most retries)");
             }
             rnrRetry = range("rnrRetry", n, 0, 6);
+            return this;
+        }
+
+        /** 1-31 (4.096 µs × 2<sup>n</sup>), or -1 for rdma_cm's own; 0, "never", is refused. */
+        public Builder ackTimeout(int exponent) {
+            if (exponent == 0) {
+                throw new IllegalArgumentException("ackTimeout 0 means 'never time out' in verbs: a lost packet would "
+                        + "hang the connection for good; use 1-31 (4.096 us x 2^n; perftest uses 14) or -1 for rdma_cm's");
+            }
+            ackTimeout = range("ackTimeout", exponent, -1, 31);
+            return this;
+        }
+
+        /** 0-31 in the IB encoding (0: 655.36 ms, 12: 0.64 ms), or -1 for rdma_cm's own (0). */
+        public Builder minRnrTimer(int code) {
+            minRnrTimer = range("minRnrTimer", code, -1, 31);
             return this;
         }
 

@@ -1,12 +1,25 @@
 package dev.jrdma;
 
+import java.time.Duration;
+
 /**
  * A connection's queue pair: its number, its state as the device reports it, and what was
  * negotiated.
  *
  * @param rdAtomicOut RDMA reads/atomics we may have outstanding at the peer (initiator depth)
  * @param rdAtomicIn  ... the peer may have outstanding at us (responder resources)
+ * @param ackTimeout  the local ack timeout exponent as the device reports it: a request not
+ *                    acknowledged within 4.096 µs × 2<sup>n</sup> is sent again (0: never). -1
+ *                    where the transport has no such setting (tcp, shm) or the QP is gone.
+ * @param minRnrTimer the RNR delay this side asks senders to wait, IB encoding (12: 0.64 ms, 0:
+ *                    655.36 ms) as the device reports it; -1 as for ackTimeout.
  */
 public record QueuePairInfo(int qpNumber, String state, int sendQueueDepth, int receiveQueueDepth, int maxInlineData,
-                            int rdAtomicOut, int rdAtomicIn, int retryCount, int rnrRetry) {
+                            int rdAtomicOut, int rdAtomicIn, int retryCount, int rnrRetry, int ackTimeout,
+                            int minRnrTimer) {
+
+    /** {@link #ackTimeout()} as a duration; null when there is none (-1) or it is infinite (0). */
+    public Duration ackTimeoutDuration() {
+        return ackTimeout <= 0 ? null : Duration.ofNanos(4096L << ackTimeout);
+    }
 }

@@ -73,6 +73,26 @@ class ApiValuesTest {
     }
 
     @Test
+    void ackTimeoutDefaultsToTheConnectionManagersAndSurvivesToBuilder() {
+        assertEquals(-1, ConnectionConfig.defaults().ackTimeout());
+        ConnectionConfig c = ConnectionConfig.builder().ackTimeout(14).build();
+        assertEquals(14, c.ackTimeout());
+        assertEquals(14, c.toBuilder().build().ackTimeout());
+        assertTrue(c.toString().contains("ackTimeout=14"), c.toString());
+        assertTrue(ConnectionConfig.defaults().toString().contains("ackTimeout=cm"));
+        assertEquals(-1, ConnectionConfig.defaults().minRnrTimer());
+        ConnectionConfig rnr = ConnectionConfig.builder().minRnrTimer(0).build();
+        assertEquals(0, rnr.minRnrTimer(), "0 is a timer (655.36 ms), not 'never'");
+        assertEquals(12, rnr.toBuilder().minRnrTimer(12).build().minRnrTimer());
+        assertEquals("minRnrTimer must be in -1..31, not 32", assertThrows(IllegalArgumentException.class,
+                () -> ConnectionConfig.builder().minRnrTimer(32)).getMessage());
+        QueuePairInfo info = new QueuePairInfo(1, "RTS", 128, 64, 0, 16, 16, 7, 6, 14, 12);
+        assertEquals(Duration.ofNanos(67_108_864), info.ackTimeoutDuration(), "4.096 us x 2^14");
+        assertNull(new QueuePairInfo(1, "RTS", 128, 64, 0, 16, 16, 7, 6, -1, -1).ackTimeoutDuration());
+        assertNull(new QueuePairInfo(1, "RTS", 128, 64, 0, 16, 16, 7, 6, 0, 0).ackTimeoutDuration());
+    }
+
+    @Test
     void configRefusesOutOfRangeValuesNamingTheField() {
         IllegalArgumentException rnr = assertThrows(IllegalArgumentException.class, () -> ConnectionConfig.builder().rnrRetry(7));
         assertTrue(rnr.getMessage().contains("forever"), rnr.getMessage());
@@ -82,6 +102,13 @@ class ApiValuesTest {
                 .getMessage().startsWith("retryCount"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> ConnectionConfig.builder().timeout(Duration.ZERO))
                 .getMessage().startsWith("timeout"));
+        IllegalArgumentException never = assertThrows(IllegalArgumentException.class,
+                () -> ConnectionConfig.builder().ackTimeout(0));
+        assertTrue(never.getMessage().startsWith("ackTimeout 0") && never.getMessage().contains("never"), never.getMessage());
+        assertEquals("ackTimeout must be in -1..31, not 32", assertThrows(IllegalArgumentException.class,
+                () -> ConnectionConfig.builder().ackTimeout(32)).getMessage());
+        assertEquals("ackTimeout must be in -1..31, not -2", assertThrows(IllegalArgumentException.class,
+                () -> ConnectionConfig.builder().ackTimeout(-2)).getMessage());
         IllegalArgumentException big = assertThrows(IllegalArgumentException.class,
                 () -> ConnectionConfig.builder().privateData(new byte[40]).authToken(new byte[10]).build());
         assertTrue(big.getMessage().contains("44 bytes"), big.getMessage());

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -48,6 +49,43 @@ abstract class RdmaApiConformance {
     private static Throwable cause(CompletableFuture<?> f) throws Exception {
         ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(T, TimeUnit.SECONDS));
         return e.getCause();
+    }
+
+    /**
+     * On verbs the QP carries the ack timeout and RNR timer each side asked for (rdma_set_option
+     * before connect and accept; an RTS to RTS change after), and rdma_cm's own when not asked;
+     * the software transports have neither (-1).
+     */
+    @Test
+    void ackTimeoutAndRnrTimerAreAppliedToTheQueuePairOnVerbsAndAbsentOnSoftware() throws Exception {
+        ConnectionConfig server = ConnectionConfig.builder().ackTimeout(12).minRnrTimer(12).build();
+        ConnectionConfig client = ConnectionConfig.builder().ackTimeout(14).minRnrTimer(18).build();
+        try (TestPair p = TestPair.open(transport(), CompletionMode.POLLING, server, client)) {
+            Connection serverSide = p.accepted().poll(T, TimeUnit.SECONDS);
+            assertNotNull(serverSide, "the server accepted");
+            if (transport().isVerbs()) {
+                assertEquals(14, p.conn().queuePair().ackTimeout(), "client QP: " + p.conn().queuePair());
+                assertEquals(12, serverSide.queuePair().ackTimeout(), "server QP: " + serverSide.queuePair());
+                assertEquals(java.time.Duration.ofNanos(4096L << 14), p.conn().queuePair().ackTimeoutDuration());
+                assertEquals(18, p.conn().queuePair().minRnrTimer(), "client QP: " + p.conn().queuePair());
+                assertEquals(12, serverSide.queuePair().minRnrTimer(), "server QP: " + serverSide.queuePair());
+            } else {
+                assertEquals(-1, p.conn().queuePair().ackTimeout());
+                assertEquals(-1, serverSide.queuePair().ackTimeout());
+                assertEquals(-1, p.conn().queuePair().minRnrTimer());
+            }
+        }
+        try (TestPair p = TestPair.open(transport(), CompletionMode.POLLING)) {
+            int cm = p.conn().queuePair().ackTimeout();
+            if (transport().isVerbs()) {
+                assertTrue(cm > 0 && cm <= 31, "rdma_cm's own ack timeout: " + p.conn().queuePair());
+                assertEquals(0, p.conn().queuePair().minRnrTimer(), "rdma_cm's own RNR timer: " + p.conn().queuePair());
+                System.out.println("rdma_cm's ack timeout on " + p.conn().remoteAddress() + ": " + cm + " ("
+                        + p.conn().queuePair().ackTimeoutDuration() + ")");
+            } else {
+                assertEquals(-1, cm);
+            }
+        }
     }
 
     @ParameterizedTest

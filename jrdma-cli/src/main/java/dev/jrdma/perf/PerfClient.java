@@ -37,6 +37,7 @@ final class PerfClient implements AutoCloseable {
     private final LocalRegion mine, out, control;
     private final Connection c;
     private final RemoteRegion peer;
+    private final int ackTimeout;
     private final PrintStream progress;
 
     PerfClient(PerfOptions o, InetSocketAddress server, PrintStream progress) {
@@ -54,10 +55,12 @@ final class PerfClient implements AutoCloseable {
             this.control = rdma.allocate(PerfControl.BYTES);
             int receiveBuffer = Math.max(64, o.test().send() ? o.maxSize() : 64);
             ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor())
-                    .receiveBufferSize(receiveBuffer).receiveQueueDepth(PerfServer.RECEIVE_DEPTH).build();
+                    .receiveBufferSize(receiveBuffer).receiveQueueDepth(PerfServer.RECEIVE_DEPTH)
+                    .ackTimeout(o.ackTimeout()).minRnrTimer(PerfOptions.MIN_RNR_TIMER).maxRdAtomic(o.outReads()).build();
             CompletableFuture<Connection> connecting = rdma.connectAsync(server, config);
             this.c = PerfControl.await(rdma, null, connecting, "connecting to " + server);
             this.peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
+            this.ackTimeout = c.queuePair().ackTimeout();
         } catch (RuntimeException e) {
             rdma.close();
             throw e;
@@ -66,6 +69,20 @@ final class PerfClient implements AutoCloseable {
 
     String providerName() {
         return rdma.providerName();
+    }
+
+    /** What this client runs on, for the report. */
+    RunFacts facts() {
+        return new RunFacts(rdma.providerName(), rdma.deviceName(), sendWindow(options.test()), ackTimeout);
+    }
+
+    /**
+     * Operations kept in flight by a bandwidth test: -t; for send_bw no more than the receives
+     * the server keeps posted, so that a send finds one as perftest's do (its server posts 512).
+     */
+    private int sendWindow(PerfTest test) {
+        int serverReceives = c.peerReceiveQueueDepth() > 0 ? c.peerReceiveQueueDepth() : PerfServer.RECEIVE_DEPTH;
+        return test == PerfTest.SEND_BW ? Math.min(options.txDepth(), serverReceives) : options.txDepth();
     }
 
     String deviceName() {
@@ -150,7 +167,7 @@ final class PerfClient implements AutoCloseable {
     private Result bandwidth(PerfTest test, int size, int warm, int n) {
         LocalRegion src = out.slice(0, size), dst = mine.slice(0, size);
         RemoteRegion target = peer.slice(0, size);
-        int window = test == PerfTest.SEND_BW ? Math.min(options.txDepth(), PerfServer.RECEIVE_DEPTH) : options.txDepth();
+        int window = sendWindow(test);
         Counter<Void> done = new Counter<>();
         Counter<Long> atomics = new Counter<>();
         Counter<?> counter = test == PerfTest.ATOMIC_BW ? atomics : done;
@@ -257,26 +274,38 @@ final class PerfClient implements AutoCloseable {
         }
     }
 
-    /** A progress line on stderr for runs longer than two seconds, redrawn every second. */
+    /**
+     * A progress line on stderr for runs longer than two seconds, redrawn every second. The clock
+     * is read every {@code stride} iterations, a stride that doubles while checks come less than
+     * 20 ms apart and halves when they come more than 200 ms apart: a fast run reads it a few
+     * times per 20 ms, and a slow one (600 one-MiB reads on Soft-RoCE) still shows its progress.
+     */
     private final class Progress {
+        private static final long DENSE = 20_000_000L, SPARSE = 200_000_000L;
         private final String what;
         private final long total, started = System.nanoTime();
         private long next = started + 2_000_000_000L;
         private boolean shown;
+        private long stride = 1, nextCheck = 1, lastCheck = started;
 
         Progress(PerfTest test, int size, long total) {
             this.what = test.perftestName() + " " + size + " B";
             this.total = total;
         }
 
-        private long lastTick = -1;
-
         void tick(long done) {
-            if ((done & 1023) != 0 || progress == null || done == lastTick) {
-                return;   // the clock is read once per 1024 iterations, not on every pass that sees the same count
+            if (done < nextCheck || progress == null) {
+                return;
             }
-            lastTick = done;
             long now = System.nanoTime();
+            long since = now - lastCheck;
+            lastCheck = now;
+            if (since < DENSE && stride < (1 << 16)) {
+                stride <<= 1;
+            } else if (since > SPARSE && stride > 1) {
+                stride >>= 1;
+            }
+            nextCheck = done + stride;
             if (now > next) {
                 progress.printf("\r%s: %d%% of %d iterations", what, done * 100 / total, total);
                 progress.flush();

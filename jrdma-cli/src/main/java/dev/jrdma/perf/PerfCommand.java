@@ -47,7 +47,8 @@ public final class PerfCommand {
             }
             if (o.loopback()) {
                 PerfOptions serverOptions = new PerfOptions(o.test(), null, o.port() == 18515 ? 0 : o.port(), o.device(),
-                        o.provider(), o.sizes(), o.iterations(), o.txDepth(), true, o.format(), o.bind(), o.gidIndex(), null, o.warmUp());
+                        o.provider(), o.sizes(), o.iterations(), o.txDepth(), true, o.format(), o.bind(), o.gidIndex(), null, o.warmUp(),
+                        o.ackTimeout(), o.outReads());
                 try (PerfServer server = new PerfServer(serverOptions)) {
                     CompletableFuture<Integer> served = new CompletableFuture<>();
                     Thread t = Thread.ofPlatform().name("jrdma-perf-server").daemon().start(() -> {
@@ -58,11 +59,10 @@ public final class PerfCommand {
                         }
                     });
                     List<PerfClient.Result> results;
-                    String provider, device;
+                    RunFacts facts;
                     try (PerfClient client = new PerfClient(o, server.address(), err)) {
                         results = client.runAll();
-                        provider = client.providerName();
-                        device = client.deviceName();
+                        facts = client.facts();
                     } catch (RuntimeException e) {
                         // The client's view ("the peer disconnected") hides why: say what the server saw.
                         try {
@@ -77,14 +77,14 @@ public final class PerfCommand {
                     }
                     served.get(60, TimeUnit.SECONDS);
                     t.join(TimeUnit.SECONDS.toMillis(10));
-                    PerfReport.print(out, o, provider, device, results);
-                    plot(o, provider, results, out, err);
+                    PerfReport.print(out, o, facts, results);
+                    plot(o, facts.provider(), results, out, err);
                 }
                 return 0;
             }
             try (PerfClient client = new PerfClient(o, new InetSocketAddress(o.host(), o.port()), err)) {
                 List<PerfClient.Result> results = client.runAll();
-                PerfReport.print(out, o, client.providerName(), client.deviceName(), results);
+                PerfReport.print(out, o, client.facts(), results);
                 plot(o, client.providerName(), results, out, err);
             }
             return 0;

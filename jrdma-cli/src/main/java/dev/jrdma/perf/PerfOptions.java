@@ -20,10 +20,20 @@ import java.util.List;
  * @param gidIndex   -x, a GID index of the device (-1: none): the server listens on its address
  * @param plot       --plot, a PNG file the client draws its results into (null: none)
  * @param warmUp     --warmup, untimed iterations before each size (-1: as many as -n, at most 10 000)
+ * @param ackTimeout -u, the QP's ack timeout exponent on verbs (perftest's default 14: 67 ms)
+ * @param outReads   -o, RDMA reads / atomics in flight at the device (-1: the device maximum)
  */
 public record PerfOptions(PerfTest test, String host, int port, String device, String provider, List<Integer> sizes,
                           int iterations, int txDepth, boolean loopback, String format, String bind, int gidIndex,
-                          String plot, int warmUp) {
+                          String plot, int warmUp, int ackTimeout, int outReads) {
+
+    /** perftest's -u default: 4.096 µs × 2<sup>14</sup>, 67 ms. */
+    static final int DEFAULT_ACK_TIMEOUT = 14;
+    /**
+     * The RNR timer both ends ask for, perftest's (12: 0.64 ms; it has no flag for it). rdma_cm's
+     * own is 655 ms: one send that finds no receive posted would stall a run for that long.
+     */
+    static final int MIN_RNR_TIMER = 12;
 
     static final String USAGE = """
             usage: jrdma perf TEST [options] [SERVER]
@@ -37,6 +47,10 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
               -t, --tx-depth N       operations in flight in bw tests (default 128)
               -x, --gid-index N      GID index (verbs): the server listens on that GID's IP address, as
                                      rdma_cm picks the GID from the address (a client's follows its route)
+              -u, --qp-timeout N     verbs: ack timeout 4.096 us x 2^N before a request is sent again
+                                     (1-31, default 14 as perftest; rdma_cm's own on RoCE: 19, 2.1 s)
+              -o, --outs N           read and atomic tests: reads/atomics in flight at the device
+                                     (default: the device maximum, as perftest)
               --provider NAME        auto (default), verbs, tcp or shm
               --loopback             run server and client in this command
               --bind ADDRESS         the server's address (default: all; with --loopback 127.0.0.1, or on
@@ -57,7 +71,8 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         }
         PerfTest test = PerfTest.of(args[0]);
         String host = null, device = null, provider = "auto", format = "text", bind = null, plot = null;
-        int port = 18515, size = -1, iterations = -1, txDepth = 128, gidIndex = -1, warmUp = -1;
+        int port = 18515, size = -1, iterations = -1, txDepth = 128, gidIndex = -1, warmUp = -1,
+                ackTimeout = DEFAULT_ACK_TIMEOUT, outReads = -1;
         boolean all = false, loopback = false;
         for (int i = 1; i < args.length; i++) {
             String a = args[i];
@@ -73,6 +88,8 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                 case "--bind" -> bind = value(args, ++i, a);
                 case "-x", "--gid-index" -> gidIndex = number(args, ++i, a, 0, 255);
                 case "--plot" -> plot = value(args, ++i, a);
+                case "-u", "--qp-timeout" -> ackTimeout = number(args, ++i, a, 1, 31);
+                case "-o", "--outs" -> outReads = number(args, ++i, a, 1, 255);
                 case "--warmup" -> warmUp = number(args, ++i, a, 0, 100_000_000);
                 case "--json" -> format = "json";
                 case "--csv" -> format = "csv";
@@ -89,6 +106,10 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         }
         if (loopback && host != null) {
             throw new IllegalArgumentException("--loopback runs both ends here: no server address (" + host + ")");
+        }
+        if (outReads > 0 && test != PerfTest.READ_LAT && test != PerfTest.READ_BW && !test.atomic()) {
+            throw new IllegalArgumentException("-o (outstanding reads) is for the read and atomic tests, not "
+                    + test.perftestName());
         }
         if (all && size > 0) {
             throw new IllegalArgumentException("-a and -s " + size + " together: one or the other");
@@ -120,7 +141,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
             throw new IllegalArgumentException("--plot is the client's (it has the results): give it with SERVER or --loopback");
         }
         return new PerfOptions(test, host, port, device, provider, List.copyOf(sizes), iterations, txDepth, loopback,
-                format, bind, gidIndex, plot, warmUp);
+                format, bind, gidIndex, plot, warmUp, ackTimeout, outReads);
     }
 
     private static String value(String[] args, int i, String option) {

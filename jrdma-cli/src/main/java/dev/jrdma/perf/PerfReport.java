@@ -11,11 +11,11 @@ final class PerfReport {
     private PerfReport() {
     }
 
-    static void print(PrintStream out, PerfOptions o, String provider, String device, List<PerfClient.Result> results) {
+    static void print(PrintStream out, PerfOptions o, RunFacts facts, List<PerfClient.Result> results) {
         switch (o.format()) {
-            case "json" -> json(out, o, provider, device, results);
+            case "json" -> json(out, o, facts, results);
             case "csv" -> csv(out, o, results);
-            default -> table(out, o, provider, device, results);
+            default -> table(out, o, facts, results);
         }
     }
 
@@ -29,14 +29,19 @@ final class PerfReport {
         return op + (t.latency() ? " Latency Test" : " BW Test");
     }
 
-    private static void table(PrintStream out, PerfOptions o, String provider, String device, List<PerfClient.Result> results) {
+    private static void table(PrintStream out, PerfOptions o, RunFacts facts, List<PerfClient.Result> results) {
         PerfTest t = o.test();
         out.println(LINE);
         out.printf("                    %s (jrdma perf)%n", title(t));
         out.printf(" Provider        : %s%n Device          : %s%n Iterations      : %d (after an untimed warm-up)%n",
-                provider, device, o.iterations());
+                facts.provider(), facts.device(), o.iterations());
+        int ackTimeout = facts.ackTimeout();
+        if (ackTimeout >= 0) {
+            out.printf(Locale.ROOT, " QP ack timeout  : %d (4.096 usec x 2^%d = %.1f ms)%n", ackTimeout, ackTimeout,
+                    (4096L << ackTimeout) / 1e6);
+        }
         if (!t.latency()) {
-            out.printf(" TX depth        : %d%n", t == PerfTest.SEND_BW ? Math.min(o.txDepth(), PerfServer.RECEIVE_DEPTH) : o.txDepth());
+            out.printf(" TX depth        : %d%n", facts.window());
         } else if (t.pingPong()) {
             out.println(" Latency         : half of each round trip, as perftest reports it");
         }
@@ -62,10 +67,11 @@ final class PerfReport {
         out.println(LINE);
     }
 
-    private static void json(PrintStream out, PerfOptions o, String provider, String device, List<PerfClient.Result> results) {
+    private static void json(PrintStream out, PerfOptions o, RunFacts facts, List<PerfClient.Result> results) {
         StringBuilder b = new StringBuilder();
-        b.append("{\"test\":\"").append(o.test().perftestName()).append("\",\"provider\":\"").append(provider)
-                .append("\",\"device\":\"").append(device).append("\",\"iterations\":").append(o.iterations())
+        b.append("{\"test\":\"").append(o.test().perftestName()).append("\",\"provider\":\"").append(facts.provider())
+                .append("\",\"device\":\"").append(facts.device()).append("\",\"iterations\":").append(o.iterations())
+                .append(",\"ack_timeout\":").append(facts.ackTimeout())
                 .append(",\"results\":[");
         for (int i = 0; i < results.size(); i++) {
             PerfClient.Result r = results.get(i);

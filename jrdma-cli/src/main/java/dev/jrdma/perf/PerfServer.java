@@ -26,8 +26,25 @@ import java.util.concurrent.atomic.AtomicReference;
 final class PerfServer implements AutoCloseable {
     /** The biggest region a client may target: -a's largest size. */
     static final int REGION = 1 << 23;
-    /** Receives kept posted: send_bw's client keeps at most this many in flight. */
+    /** Receives kept posted for the control messages, and the fewest for send_bw. */
     static final int RECEIVE_DEPTH = 64;
+    /** perftest's receive depth for send_bw (its rx_depth default): its client keeps 128 in flight. */
+    static final int SEND_BW_RECEIVE_DEPTH = 512;
+    /** What send_bw's receive buffers may take in all. */
+    static final long SEND_BW_RECEIVE_BYTES = 64L << 20;
+
+    /**
+     * Receives this server keeps posted: for send_bw as many as perftest's server (512) while
+     * they take at most 64 MiB, so that the receives consumed while the server's thread catches
+     * up do not leave a sender to meet RNR waits; {@link #RECEIVE_DEPTH} otherwise.
+     */
+    static int receiveDepth(PerfOptions o) {
+        if (o.test() != PerfTest.SEND_BW) {
+            return RECEIVE_DEPTH;
+        }
+        long fit = SEND_BW_RECEIVE_BYTES / Math.max(64, o.maxSize());
+        return (int) Math.max(RECEIVE_DEPTH, Math.min(SEND_BW_RECEIVE_DEPTH, fit));
+    }
 
     private final PerfOptions options;
     private final Rdma rdma;
@@ -50,7 +67,8 @@ final class PerfServer implements AutoCloseable {
             this.control = rdma.allocate(PerfControl.BYTES);
             int receiveBuffer = Math.max(64, o.test().send() ? o.maxSize() : 64);
             ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor())
-                    .receiveBufferSize(receiveBuffer).receiveQueueDepth(RECEIVE_DEPTH).build();
+                    .receiveBufferSize(receiveBuffer).receiveQueueDepth(receiveDepth(o))
+                    .ackTimeout(o.ackTimeout()).minRnrTimer(PerfOptions.MIN_RNR_TIMER).maxRdAtomic(o.outReads()).build();
             this.listener = rdma.listen(address(o, rdma), config, accepted::set);
         } catch (RuntimeException e) {
             rdma.close();

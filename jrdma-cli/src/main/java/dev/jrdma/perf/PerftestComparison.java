@@ -230,8 +230,10 @@ public final class PerftestComparison {
                 .append(", alternating which tool runs first; medians of the rounds.\n")
                 .append("Latency is perftest's t_typical (the median; half the round trip for write_lat and send_lat), bandwidth\n")
                 .append("its BW average in MB/sec (MB = 2^20 bytes). jrdma's figures are `jrdma perf`'s same columns. Each tool runs as\n")
-                .append("one server and one client process, perftest with its defaults (tx depth 128, one completion per 100 sends),\n")
-                .append("jrdma perf with its own (tx depth 128, every operation completes on its own).\n\n");
+                .append("one server and one client process, perftest with its defaults (tx depth 128, one completion per 100 sends,\n")
+                .append("QP ack timeout 2^14 x 4.096 us = 67 ms, RNR timer 0.64 ms, send_bw's server posting 512 receives), jrdma perf\n")
+                .append("with its own (tx depth 128, every operation completes on its own, the same ack timeout and RNR timer, 512\n")
+                .append("receives up to 64 MiB).\n\n");
         md.append("| test | bytes | iterations | jrdma warm-up | perftest | jrdma | jrdma / perftest | target | met |\n")
                 .append("|---|---:|---:|---:|---:|---:|---:|---|---|\n");
         for (Map.Entry<Case, double[][][]> e : got.entrySet()) {

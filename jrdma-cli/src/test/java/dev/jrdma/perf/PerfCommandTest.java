@@ -1,6 +1,7 @@
 package dev.jrdma.perf;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -72,6 +73,23 @@ class PerfCommandTest {
         assertEquals(0, table.code(), table.err());
         assertTrue(table.out().contains("RDMA_Read BW Test") && table.out().contains("BW average[MB/sec]")
                 && table.out().contains("MsgRate[Mpps]") && table.out().contains(" 1024 "), table.out());
+    }
+
+    /**
+     * send_bw keeps -t sends in flight when the server has receives for them: its server posts
+     * 512 (perftest's depth) while they take at most 64 MiB, so 128 at 4 KiB and 64 at 1 MiB.
+     */
+    @Test
+    void sendBandwidthKeepsInFlightWhatTheServersReceivesAllow() {
+        Run small = perf("send_bw", "--provider", "shm", "--loopback", "-n", "300", "-s", "4096");
+        assertEquals(0, small.code(), small.err());
+        assertTrue(small.out().contains(" TX depth        : 128\n"), small.out());
+        Run big = perf("send_bw", "--provider", "shm", "--loopback", "-n", "100", "-s", "1048576", "-t", "100");
+        assertEquals(0, big.code(), big.err());
+        assertTrue(big.out().contains(" TX depth        : 64\n"), "64 receives of 1 MiB: " + big.out());
+        Run few = perf("send_bw", "--provider", "tcp", "--loopback", "-n", "300", "-s", "4096", "-t", "16");
+        assertEquals(0, few.code(), few.err());
+        assertTrue(few.out().contains(" TX depth        : 16\n"), few.out());
     }
 
     @Test
@@ -168,6 +186,17 @@ class PerfCommandTest {
         assertUsage(perf("write_lat", "--plot", "out.png"), "--plot is the client's");
         assertUsage(perf("write_lat", "-x", "300"), "-x must be in 0..255");
         assertUsage(perf("write_lat", "--warmup", "-1"), "--warmup must be in 0..100000000");
+        assertUsage(perf("read_bw", "-u", "0"), "-u must be in 1..31, not 0");
+        assertUsage(perf("read_bw", "--qp-timeout", "32"), "--qp-timeout must be in 1..31, not 32");
+        assertUsage(perf("write_bw", "-o", "16"), "-o (outstanding reads) is for the read and atomic tests, not write_bw");
+        assertUsage(perf("read_bw", "-o", "0"), "-o must be in 1..255, not 0");
+        Run outs = perf("read_bw", "--provider", "shm", "--loopback", "-o", "4", "-n", "50");
+        assertEquals(0, outs.code(), outs.err());
+        // Software transports have no ack timeout: -u is accepted and the report says there is none.
+        Run u = perf("read_bw", "--provider", "tcp", "--loopback", "-u", "20", "-n", "20", "--json");
+        assertEquals(0, u.code(), u.err());
+        assertTrue(u.out().contains("\"ack_timeout\":-1"), u.out());
+        assertFalse(perf("read_lat", "--provider", "shm", "--loopback", "-n", "20").out().contains("QP ack timeout"));
         Run noWarmUp = perf("read_lat", "--provider", "tcp", "--loopback", "--warmup", "0", "-n", "20", "--json");
         assertEquals(0, noWarmUp.code(), noWarmUp.err());
         assertEquals(List.of(20.0), field(noWarmUp.out().substring(noWarmUp.out().indexOf("\"results\"")), "iterations"));

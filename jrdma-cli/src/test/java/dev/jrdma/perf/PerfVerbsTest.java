@@ -76,9 +76,11 @@ class PerfVerbsTest {
                 "-n", "200", "--json");
         assertEquals(0, loop.code(), loop.err());
         assertTrue(loop.out().contains("\"device\":\"" + serverDevice + "\""), loop.out());
+        assertTrue(loop.out().contains("\"ack_timeout\":14"), "perftest's default -u, as the QP reports it: " + loop.out());
         PerfCommandTest.Run x = PerfCommandTest.perf("write_lat", "--provider", "verbs", "-d", serverDevice, "--loopback",
-                "-x", gid, "-n", "200", "--json");
+                "-x", gid, "-u", "16", "-n", "200", "--json");
         assertEquals(0, x.code(), x.err());
+        assertTrue(x.out().contains("\"ack_timeout\":16"), "-u 16 as the QP reports it: " + x.out());
         // A GID index that names no address of this device, and one that disagrees with --bind.
         PerfCommandTest.Run none = PerfCommandTest.perf("write_lat", "--provider", "verbs", "-d", serverDevice, "--loopback",
                 "-x", "200", "-n", "10");

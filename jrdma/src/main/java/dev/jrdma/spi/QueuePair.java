@@ -64,6 +64,19 @@ public interface QueuePair {
     /** The state as the device reports it now ({@code ibv_query_qp}). */
     int queryState();
 
+    /**
+     * The local ack timeout exponent as the device reports it ({@code ibv_query_qp}), or -1 for a
+     * transport without one (the software providers: their stream has its own timers).
+     */
+    default int queryAckTimeout() {
+        return -1;
+    }
+
+    /** The QP's minimum RNR timer (IB encoding) as the device reports it, or -1 (software providers). */
+    default int queryMinRnrTimer() {
+        return -1;
+    }
+
     /** Moves the QP to the error state: everything outstanding completes, flushed. */
     void moveToError();
 

@@ -12,6 +12,14 @@ package dev.jrdma.spi;
  * @param initiatorDepth     RDMA reads / atomics we may have outstanding at the peer
  * @param retryCount         transport retries (0-7)
  * @param rnrRetry           receiver-not-ready retries (0-6; 7, "forever", is refused above the SPI)
+ * @param ackTimeout         the local ack timeout exponent (4.096 µs × 2<sup>n</sup>, 1-31), or -1
+ *                           for the connection manager's own (rdma_cm derives it from the path's
+ *                           packet life time). Software providers, whose transport has its own
+ *                           timers, ignore it.
+ * @param minRnrTimer        the receiver-not-ready delay this side asks a sender to wait, in the
+ *                           IB encoding (1: 0.01 ms ... 12: 0.64 ms ... 31: 491.52 ms; 0: 655.36
+ *                           ms), or -1 for the connection manager's (rdma_cm sets 0). Software
+ *                           providers ignore it.
  * @param postLock           the monitor the owner holds around every postSend, postStaged and
  *                           postRecv (the Connection's), or null. A provider whose QP guards its
  *                           send state against its own progress thread may take this one rather
@@ -19,12 +27,13 @@ package dev.jrdma.spi;
  *                           part of what is negotiated: specs that cross the wire carry null.
  */
 public record QueuePairSpec(int sendDepth, int recvDepth, int maxSendSge, int maxRecvSge, int maxInlineData,
-                            int responderResources, int initiatorDepth, int retryCount, int rnrRetry, Object postLock) {
+                            int responderResources, int initiatorDepth, int retryCount, int rnrRetry, int ackTimeout,
+                            int minRnrTimer, Object postLock) {
 
-    /** A spec without an owner's lock. */
+    /** A spec without an owner's lock, with the connection manager's ack timeout and RNR timer. */
     public QueuePairSpec(int sendDepth, int recvDepth, int maxSendSge, int maxRecvSge, int maxInlineData,
                          int responderResources, int initiatorDepth, int retryCount, int rnrRetry) {
         this(sendDepth, recvDepth, maxSendSge, maxRecvSge, maxInlineData, responderResources, initiatorDepth, retryCount,
-                rnrRetry, null);
+                rnrRetry, -1, -1, null);
     }
 }

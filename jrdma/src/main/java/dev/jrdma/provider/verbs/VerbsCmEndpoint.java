@@ -80,11 +80,25 @@ final class VerbsCmEndpoint implements CmEndpoint {
         }
     }
 
+    /** The spec's ack timeout, if it has one; before connect or accept, which apply it at RTS. */
+    void applyAckTimeout(QueuePairSpec spec) {
+        if (spec.ackTimeout() >= 0) {
+            LibRdmacm.setAckTimeout(id, spec.ackTimeout());
+        }
+    }
+
+    /** The spec's minimum RNR timer, once the QP is in RTS (see {@link VerbsQueuePair#applyMinRnrTimer}). */
+    void applyMinRnrTimer() {
+        qp.applyMinRnrTimer();
+    }
+
     @Override
     public void accept(CompletionQueue cq, QueuePairSpec spec, byte[] privateData, Consumer<QueuePair> onQueuePair) {
         createQp(cq, spec);
         onQueuePair.accept(qp);
+        applyAckTimeout(spec);
         withConnParam(spec, privateData, p -> LibRdmacm.accept(id, p));
+        applyMinRnrTimer();   // rdma_accept moved the QP to RTS
     }
 
     @Override

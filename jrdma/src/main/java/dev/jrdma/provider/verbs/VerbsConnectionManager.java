@@ -174,12 +174,23 @@ final class VerbsConnectionManager implements ConnectionManager {
                 try {
                     ep.createQp(ep.pendingCq, ep.pendingSpec);
                     ep.pendingOnQueuePair.accept(ep.queuePair());
+                    ep.applyAckTimeout(ep.pendingSpec);
                     VerbsCmEndpoint.withConnParam(ep.pendingSpec, ep.pendingPrivateData, p -> LibRdmacm.connect(ep.id, p));
                 } catch (RuntimeException e) {
                     handler.onError(ep, e.getMessage(), 0);
                 }
             }
-            case RdmaCmEvent.ESTABLISHED -> handler.onEstablished(ep, privateData);
+            case RdmaCmEvent.ESTABLISHED -> {
+                if (ep.pendingSpec != null) {   // an outgoing connection: its QP reached RTS just now
+                    try {
+                        ep.applyMinRnrTimer();
+                    } catch (RuntimeException e) {
+                        handler.onError(ep, e.getMessage(), 0);
+                        return;
+                    }
+                }
+                handler.onEstablished(ep, privateData);
+            }
             case RdmaCmEvent.REJECTED -> handler.onRejected(ep, status, privateData);
             case RdmaCmEvent.ADDR_ERROR, RdmaCmEvent.ROUTE_ERROR, RdmaCmEvent.CONNECT_ERROR, RdmaCmEvent.UNREACHABLE ->
                     handler.onError(ep, RdmaCmEvent.name(type) + " (status " + status + ")", status);

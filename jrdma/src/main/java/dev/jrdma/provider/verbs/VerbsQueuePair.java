@@ -44,7 +44,8 @@ final class VerbsQueuePair implements QueuePair {
         this.qpNum = IbvQp.qpNum(this.qp);
         this.granted = new QueuePairSpec(IbvQpInitAttr.maxSendWr(grantedInit), IbvQpInitAttr.maxRecvWr(grantedInit),
                 asked.maxSendSge(), asked.maxRecvSge(), IbvQpInitAttr.maxInlineData(grantedInit),
-                asked.responderResources(), asked.initiatorDepth(), asked.retryCount(), asked.rnrRetry());
+                asked.responderResources(), asked.initiatorDepth(), asked.retryCount(), asked.rnrRetry(),
+                asked.ackTimeout(), asked.minRnrTimer(), null);
         this.postSendFn = IbvContext.postSendFn(context);
         this.postRecvFn = IbvContext.postRecvFn(context);
         this.chainCapacity = Math.max(1, granted.sendDepth());
@@ -122,19 +123,50 @@ final class VerbsQueuePair implements QueuePair {
 
     @Override
     public int queryState() {
+        return query(IbvQpAttr.STATE, IbvQpAttr::qpState);
+    }
+
+    @Override
+    public int queryAckTimeout() {
+        return query(IbvQpAttr.TIMEOUT, IbvQpAttr::timeout);
+    }
+
+    @Override
+    public int queryMinRnrTimer() {
+        return query(IbvQpAttr.MIN_RNR_TIMER, IbvQpAttr::minRnrTimer);
+    }
+
+    /** One attribute as the device reports it now ({@code ibv_query_qp} with {@code mask}). */
+    private int query(int mask, java.util.function.ToIntFunction<MemorySegment> field) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(IbvQpAttr.LAYOUT);
-            LibIbverbs.queryQp(qp, attr, IbvQpAttr.STATE, a.allocate(IbvQpInitAttr.LAYOUT));
-            return IbvQpAttr.qpState(attr);
+            LibIbverbs.queryQp(qp, attr, mask, a.allocate(IbvQpInitAttr.LAYOUT));
+            return field.applyAsInt(attr);
+        }
+    }
+
+    /**
+     * The spec's minimum RNR timer, if it has one: an RTS to RTS change, as rdma_cm sets its own
+     * (0, 655 ms) on the way to RTR and has no option for it. So it is made once the QP is in RTS:
+     * after {@code rdma_accept} on the passive side, at ESTABLISHED on the active one.
+     */
+    void applyMinRnrTimer() {
+        if (granted.minRnrTimer() >= 0) {
+            modify(IbvQpAttr.MIN_RNR_TIMER, attr -> IbvQpAttr.minRnrTimer(attr, granted.minRnrTimer()));
         }
     }
 
     @Override
     public void moveToError() {
+        modify(IbvQpAttr.STATE, attr -> IbvQpAttr.qpState(attr, IbvQp.QPS_ERR));
+    }
+
+    /** {@code ibv_modify_qp} of the attributes in {@code mask}, which {@code set} fills in. */
+    private void modify(int mask, java.util.function.Consumer<MemorySegment> set) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(IbvQpAttr.LAYOUT);
-            IbvQpAttr.qpState(attr, IbvQp.QPS_ERR);
-            LibIbverbs.modifyQp(qp, attr, IbvQpAttr.STATE);
+            set.accept(attr);
+            LibIbverbs.modifyQp(qp, attr, mask);
         }
     }
 

@@ -73,5 +73,7 @@ public final class IbvQpAttr {
     public static int maxDestRdAtomic(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "max_dest_rd_atomic"))); }
     public static int rnrRetry(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "rnr_retry"))); }
     public static int retryCnt(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "retry_cnt"))); }
+    public static int minRnrTimer(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "min_rnr_timer"))); }
+    public static void minRnrTimer(MemorySegment a, int code) { a.set(U8, offset(LAYOUT, "min_rnr_timer"), (byte) code); }
     public static int timeout(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "timeout"))); }
 }

@@ -37,6 +37,7 @@ public final class LibRdmacm {
     private static final MethodHandle EVENT_STR = Downcalls.plain(LIB, "rdma_event_str", of(PTR, INT));
     private static final MethodHandle GET_DEVICES = Downcalls.withErrno(LIB, "rdma_get_devices", of(PTR, PTR));
     private static final MethodHandle FREE_DEVICES = Downcalls.plain(LIB, "rdma_free_devices", ofVoid(PTR));
+    private static final MethodHandle SET_OPTION = Downcalls.withErrno(LIB, "rdma_set_option", of(INT, PTR, INT, INT, PTR, SIZE_T));
     private static final MethodHandle MIGRATE_ID = Downcalls.withErrno(LIB, "rdma_migrate_id", of(INT, PTR, PTR));
 
     private LibRdmacm() {
@@ -146,6 +147,26 @@ public final class LibRdmacm {
     public static void destroyQp(MemorySegment id) {
         try {
             DESTROY_QP.invokeExact(id);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code enum rdma_option_level} RDMA_OPTION_ID and its option RDMA_OPTION_ID_ACK_TIMEOUT (a u8). */
+    static final int OPTION_ID = 0, OPTION_ID_ACK_TIMEOUT = 3;
+
+    /**
+     * {@code rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT)}: the QP's local ack
+     * timeout exponent, applied when rdma_cm moves the QP to RTS; so it must come before
+     * {@link #connect} (active side) or {@link #accept} (passive side). Without it rdma_cm derives
+     * the timeout from the path's packet life time.
+     */
+    public static void setAckTimeout(MemorySegment id, int exponent) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment value = a.allocate(U8);
+            value.set(U8, 0, (byte) exponent);
+            check((int) SET_OPTION.invokeExact(Errno.capture(), id, OPTION_ID, OPTION_ID_ACK_TIMEOUT, value, U8.byteSize()),
+                    "rdma_set_option", "RDMA_OPTION_ID_ACK_TIMEOUT " + exponent);
         } catch (Throwable t) {
             throw rethrow(t);
         }
