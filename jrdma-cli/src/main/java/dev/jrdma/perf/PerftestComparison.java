@@ -55,8 +55,12 @@ public final class PerftestComparison {
 
     static final int JIT_WARM_UP = 50_000;
 
-    /** Per measurement: latency {t_typical, p99, p99.9} in us; bandwidth {BW average} in MB/s. */
-    static final int TYPICAL = 0, P99 = 1, P999 = 2;
+    /**
+     * Per measurement: latency {t_typical, p99, p99.9} in us; bandwidth {BW average} in MB/s;
+     * then the transport retries rxe counted meanwhile ({@code completer_retry_err} of both
+     * devices: requests sent again after an ack timeout or a lost packet).
+     */
+    static final int TYPICAL = 0, P99 = 1, P999 = 2, RETRIES = 3;
 
     private static final List<Case> CASES = List.of(
             new Case("write_lat", 2, 2000), new Case("read_lat", 2, 2000), new Case("send_lat", 2, 2000),
@@ -86,7 +90,7 @@ public final class PerftestComparison {
         for (int r = 0; r < rounds; r++) {
             for (Case c : cases) {
                 double[][][] v = got.computeIfAbsent(c, k -> {
-                    double[][][] a = new double[2][rounds][3];
+                    double[][][] a = new double[2][rounds][RETRIES + 1];
                     for (double[][] tool : a) {
                         for (double[] round : tool) {
                             Arrays.fill(round, Double.NaN);
@@ -111,7 +115,10 @@ public final class PerftestComparison {
                         server = concat(jp, List.of("-d", dev0, "--bind", ip));
                         client = concat(jp, List.of("-d", dev1, "--warmup", String.valueOf(c.jrdmaWarmUp()), "--csv", ip));
                     }
-                    double[] value = measure(server, client, c, perftest);
+                    long retriesBefore = retries(dev0, dev1);
+                    double[] value = Arrays.copyOf(measure(server, client, c, perftest), RETRIES + 1);
+                    long retriesAfter = retries(dev0, dev1);
+                    value[RETRIES] = retriesBefore < 0 || retriesAfter < 0 ? Double.NaN : retriesAfter - retriesBefore;
                     v[perftest ? 0 : 1][r] = value;
                     System.err.printf(Locale.ROOT, "round %d %-10s %8d B %-8s %s%n", r + 1, c.test(), c.size(),
                             perftest ? "perftest" : "jrdma", Arrays.toString(value));
@@ -120,6 +127,20 @@ public final class PerftestComparison {
             // After every round: a run cut short still leaves a report of the rounds it finished.
             write(out, got, r + 1, rounds, dev0, dev1, (System.nanoTime() - began) / 60_000_000_000.0);
         }
+    }
+
+    /** rxe's {@code completer_retry_err} of both devices, summed; -1 when a counter cannot be read. */
+    static long retries(String... devices) {
+        long sum = 0;
+        for (String d : devices) {
+            Path counter = Path.of("/sys/class/infiniband", d, "ports/1/hw_counters/completer_retry_err");
+            try {
+                sum += Long.parseLong(Files.readString(counter).trim());
+            } catch (IOException | NumberFormatException e) {
+                return -1;
+            }
+        }
+        return sum;
     }
 
     private static List<String> concat(List<String> a, List<String> b) {
@@ -218,7 +239,7 @@ public final class PerftestComparison {
         return c.latency() ? "us" : "MB/s";
     }
 
-    private static void write(Path out, Map<Case, double[][][]> got, int done, int rounds, String dev0, String dev1,
+    static void write(Path out, Map<Case, double[][][]> got, int done, int rounds, String dev0, String dev1,
                               double minutes) throws IOException {
         StringBuilder md = new StringBuilder();
         md.append("# jrdma perf against perftest\n\n");
@@ -255,10 +276,13 @@ public final class PerftestComparison {
                         median(e.getValue()[1], P999)));
             }
         }
-        md.append("\nEvery round (t_typical or BW average):\n\n| test | bytes | perftest | jrdma |\n|---|---:|---|---|\n");
+        md.append("\nEvery round (t_typical or BW average), and the transport retries rxe counted during each run (requests\n")
+                .append("sent again after an ack timeout of 67 ms or a lost packet: `completer_retry_err` of both devices):\n\n")
+                .append("| test | bytes | perftest | jrdma | perftest retries | jrdma retries |\n|---|---:|---|---|---|---|\n");
         for (Map.Entry<Case, double[][][]> e : got.entrySet()) {
-            md.append(String.format(Locale.ROOT, "| %s | %d | %s | %s |%n", e.getKey().test(), e.getKey().size(),
-                    rounds(e.getValue()[0], done), rounds(e.getValue()[1], done)));
+            md.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %s | %s |%n", e.getKey().test(), e.getKey().size(),
+                    rounds(e.getValue()[0], done, TYPICAL), rounds(e.getValue()[1], done, TYPICAL),
+                    rounds(e.getValue()[0], done, RETRIES), rounds(e.getValue()[1], done, RETRIES)));
         }
         md.append("\n![latency](vs-perftest-latency.png)\n\n![bandwidth](vs-perftest-bandwidth.png)\n");
         Path dir = out.toAbsolutePath().getParent();
@@ -273,10 +297,13 @@ public final class PerftestComparison {
         System.out.print(md);
     }
 
-    private static String rounds(double[][] v, int done) {
+    /** Figure {@code k} of each round done, "-" where there is none. */
+    private static String rounds(double[][] v, int done, int k) {
         StringBuilder b = new StringBuilder();
         for (int r = 0; r < done; r++) {
-            b.append(r == 0 ? "" : ", ").append(Double.isNaN(v[r][TYPICAL]) ? "-" : String.format(Locale.ROOT, "%.2f", v[r][TYPICAL]));
+            double x = k < v[r].length ? v[r][k] : Double.NaN;
+            b.append(r == 0 ? "" : ", ").append(Double.isNaN(x) ? "-"
+                    : String.format(Locale.ROOT, k == RETRIES ? "%.0f" : "%.2f", x));
         }
         return b.toString();
     }

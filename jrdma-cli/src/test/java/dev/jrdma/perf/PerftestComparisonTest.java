@@ -78,6 +78,20 @@ class PerftestComparisonTest {
         assertTrue(has(bw, 0xdd8452), "the atomic_bw series' colour");
     }
 
+    /** The report lists each run's transport retries beside its figure; a device without counters gives -1. */
+    @Test
+    void theReportShowsTheRetriesOfEveryRun(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        double n = Double.NaN;
+        Map<PerftestComparison.Case, double[][][]> got = new LinkedHashMap<>();
+        got.put(WRITE_BW, new double[][][] {{{35.8, n, n, 0}, {36.1, n, n, 2}}, {{33.0, n, n, 14}, {n, n, n, n}}});
+        java.nio.file.Path out = dir.resolve("vs.md");
+        PerftestComparison.write(out, got, 2, 2, "rxe0", "rxe1", 1.0);
+        String md = java.nio.file.Files.readString(out);
+        assertTrue(md.contains("| perftest retries | jrdma retries |"), md);
+        assertTrue(md.contains("| write_bw | 4096 | 35.80, 36.10 | 33.00, - | 0, 2 | 14, - |"), md);
+        assertEquals(-1, PerftestComparison.retries("no-such-device"));
+    }
+
     private static boolean has(BufferedImage img, int rgb) {
         for (int y = 0; y < img.getHeight(); y++) {
             for (int x = 0; x < img.getWidth(); x++) {
