@@ -1,6 +1,7 @@
 package dev.jrdma.perf;
 
 import dev.jrdma.Connection;
+import dev.jrdma.Batch;
 import dev.jrdma.ConnectionConfig;
 import dev.jrdma.ConnectionState;
 import dev.jrdma.LocalRegion;
@@ -137,7 +138,7 @@ final class PerfClient implements AutoCloseable {
                 }
                 case ATOMIC_LAT -> {
                     long before = atomics.completed;
-                    c.fetchAndAdd(peer.slice(0, 8), 1, null, atomics);
+                    c.fetchAndAdd(target, 1, null, atomics);   // size is 8: the word
                     awaitCount(atomics, before + 1);
                 }
                 case SEND_LAT -> {
@@ -170,23 +171,46 @@ final class PerfClient implements AutoCloseable {
         int window = sendWindow(test);
         Counter<Void> done = new Counter<>();
         Counter<Long> atomics = new Counter<>();
-        Counter<?> counter = test == PerfTest.ATOMIC_BW ? atomics : done;
+        Counter<?> counter = test == PerfTest.ATOMIC_BW ? atomics : done;   // -l below counts batches' members
         long total = (long) warm + n, posted = 0, start = 0;
         // Peak: the best rate over stretches of at least a tenth of the timed part and PEAK_MIN_NANOS.
         long slice = Math.max(1, n / 10), markCount = 0, markAt = 0, startCount = 0;
         double peak = 0;
         Progress p = new Progress(test, size, total);
         IdleDeadline idle = new IdleDeadline(PerfControl.TIMEOUT_NANOS);
+        int perPost = Math.min(options.postList(), window);
+        Batch batch = perPost > 1 ? c.batch() : null;
+        Counter<long[]> batches = new Counter<>();
+        if (batch != null) {
+            counter = batches;
+        }
+        RemoteRegion word = peer.slice(0, 8);
         while (counter.completed < total) {
-            while (posted < total && posted - counter.completed < window) {
+            while (batch == null && posted < total && posted - counter.completed < window) {
                 switch (test) {
                     case WRITE_BW -> c.write(src, target, null, done);
                     case READ_BW -> c.read(target, dst, null, done);
-                    case ATOMIC_BW -> c.fetchAndAdd(peer.slice(0, 8), 1, null, atomics);
+                    case ATOMIC_BW -> c.fetchAndAdd(word, 1, null, atomics);
                     case SEND_BW -> c.send(src, null, done);
                     default -> throw new IllegalStateException(test.name());
                 }
                 posted++;
+            }
+            // -l: whole batches, each posted when the window has room for all of it.
+            while (batch != null && posted < total && window - (posted - counter.completed) >= Math.min(perPost, total - posted)) {
+                int k = (int) Math.min(perPost, total - posted);
+                batch.clear();
+                for (int b = 0; b < k; b++) {
+                    switch (test) {
+                        case WRITE_BW -> batch.write(src, target);
+                        case READ_BW -> batch.read(target, dst);
+                        case ATOMIC_BW -> batch.fetchAndAdd(word, 1);
+                        case SEND_BW -> batch.send(src);
+                        default -> throw new IllegalStateException(test.name());
+                    }
+                }
+                batch.submit(null, batches);
+                posted += k;
             }
             if (rdma.poll() == 0) {
                 if (c.state() != ConnectionState.ESTABLISHED) {
@@ -259,13 +283,16 @@ final class PerfClient implements AutoCloseable {
         }
     }
 
-    /** Counts completions without allocating; the first failure ends the run. */
+    /**
+     * Counts completions without allocating; the first failure ends the run. A {@link Batch}'s
+     * completion (its array of results) counts as many as it had operations.
+     */
     static final class Counter<V> implements CompletionHandler<V, Object> {
         long completed;
 
         @Override
         public void completed(V v, Object a) {
-            completed++;
+            completed += v instanceof long[] batch ? batch.length : 1;
         }
 
         @Override

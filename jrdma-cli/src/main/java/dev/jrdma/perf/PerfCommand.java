@@ -48,7 +48,7 @@ public final class PerfCommand {
             if (o.loopback()) {
                 PerfOptions serverOptions = new PerfOptions(o.test(), null, o.port() == 18515 ? 0 : o.port(), o.device(),
                         o.provider(), o.sizes(), o.iterations(), o.txDepth(), true, o.format(), o.bind(), o.gidIndex(), null, o.warmUp(),
-                        o.ackTimeout(), o.outReads());
+                        o.ackTimeout(), o.outReads(), o.postList());
                 try (PerfServer server = new PerfServer(serverOptions)) {
                     CompletableFuture<Integer> served = new CompletableFuture<>();
                     Thread t = Thread.ofPlatform().name("jrdma-perf-server").daemon().start(() -> {

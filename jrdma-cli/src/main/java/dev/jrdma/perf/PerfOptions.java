@@ -22,10 +22,13 @@ import java.util.List;
  * @param warmUp     --warmup, untimed iterations before each size (-1: as many as -n, at most 10 000)
  * @param ackTimeout -u, the QP's ack timeout exponent on verbs (perftest's default 14: 67 ms)
  * @param outReads   -o, RDMA reads / atomics in flight at the device (-1: the device maximum)
+ * @param postList   -l, bandwidth tests: operations posted together as one {@link dev.jrdma.Batch}
+ *                   (one doorbell, one completion for all); 1, the default, posts each alone
  */
 public record PerfOptions(PerfTest test, String host, int port, String device, String provider, List<Integer> sizes,
                           int iterations, int txDepth, boolean loopback, String format, String bind, int gidIndex,
-                          String plot, int warmUp, int ackTimeout, int outReads) {
+                          String plot, int warmUp, int ackTimeout, int outReads,
+                          int postList) {
 
     /** perftest's -u default: 4.096 µs × 2<sup>14</sup>, 67 ms. */
     static final int DEFAULT_ACK_TIMEOUT = 14;
@@ -51,6 +54,9 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                                      (1-31, default 14 as perftest; rdma_cm's own on RoCE: 19, 2.1 s)
               -o, --outs N           read and atomic tests: reads/atomics in flight at the device
                                      (default: the device maximum, as perftest)
+              -l, --post_list N      bw tests: post N operations at a time as one jrdma Batch (one
+                                     doorbell, one completion for the N; perftest's -l, which also
+                                     sets its -Q to N). Default 1: each operation alone, completing alone
               --provider NAME        auto (default), verbs, tcp or shm
               --loopback             run server and client in this command
               --bind ADDRESS         the server's address (default: all; with --loopback 127.0.0.1, or on
@@ -72,7 +78,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         PerfTest test = PerfTest.of(args[0]);
         String host = null, device = null, provider = "auto", format = "text", bind = null, plot = null;
         int port = 18515, size = -1, iterations = -1, txDepth = 128, gidIndex = -1, warmUp = -1,
-                ackTimeout = DEFAULT_ACK_TIMEOUT, outReads = -1;
+                ackTimeout = DEFAULT_ACK_TIMEOUT, outReads = -1, postList = 1;
         boolean all = false, loopback = false;
         for (int i = 1; i < args.length; i++) {
             String a = args[i];
@@ -90,6 +96,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                 case "--plot" -> plot = value(args, ++i, a);
                 case "-u", "--qp-timeout" -> ackTimeout = number(args, ++i, a, 1, 31);
                 case "-o", "--outs" -> outReads = number(args, ++i, a, 1, 255);
+                case "-l", "--post_list" -> postList = number(args, ++i, a, 1, 8192);
                 case "--warmup" -> warmUp = number(args, ++i, a, 0, 100_000_000);
                 case "--json" -> format = "json";
                 case "--csv" -> format = "csv";
@@ -110,6 +117,13 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         if (outReads > 0 && test != PerfTest.READ_LAT && test != PerfTest.READ_BW && !test.atomic()) {
             throw new IllegalArgumentException("-o (outstanding reads) is for the read and atomic tests, not "
                     + test.perftestName());
+        }
+        if (postList > 1 && test.latency()) {
+            throw new IllegalArgumentException("-l (post list) is for the bandwidth tests, not " + test.perftestName());
+        }
+        if (postList > txDepth) {
+            throw new IllegalArgumentException("-l " + postList + " is more than -t " + txDepth
+                    + " allows in flight: a batch is posted whole");
         }
         if (all && size > 0) {
             throw new IllegalArgumentException("-a and -s " + size + " together: one or the other");
@@ -141,7 +155,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
             throw new IllegalArgumentException("--plot is the client's (it has the results): give it with SERVER or --loopback");
         }
         return new PerfOptions(test, host, port, device, provider, List.copyOf(sizes), iterations, txDepth, loopback,
-                format, bind, gidIndex, plot, warmUp, ackTimeout, outReads);
+                format, bind, gidIndex, plot, warmUp, ackTimeout, outReads, postList);
     }
 
     private static String value(String[] args, int i, String option) {

@@ -42,6 +42,8 @@ final class PerfReport {
         }
         if (!t.latency()) {
             out.printf(" TX depth        : %d%n", facts.window());
+            out.printf(" Post List       : %d%s%n", Math.min(o.postList(), facts.window()),
+                    o.postList() > 1 ? " (one Batch: one doorbell, one completion)" : " (every operation completes on its own)");
         } else if (t.pingPong()) {
             out.println(" Latency         : half of each round trip, as perftest reports it");
         }
@@ -71,7 +73,7 @@ final class PerfReport {
         StringBuilder b = new StringBuilder();
         b.append("{\"test\":\"").append(o.test().perftestName()).append("\",\"provider\":\"").append(facts.provider())
                 .append("\",\"device\":\"").append(facts.device()).append("\",\"iterations\":").append(o.iterations())
-                .append(",\"ack_timeout\":").append(facts.ackTimeout())
+                .append(",\"ack_timeout\":").append(facts.ackTimeout()).append(",\"post_list\":").append(o.postList())
                 .append(",\"results\":[");
         for (int i = 0; i < results.size(); i++) {
             PerfClient.Result r = results.get(i);

@@ -79,6 +79,22 @@ class PerfCommandTest {
      * send_bw keeps -t sends in flight when the server has receives for them: its server posts
      * 512 (perftest's depth) while they take at most 64 MiB, so 128 at 4 KiB and 64 at 1 MiB.
      */
+    /**
+     * -l N posts N operations as one Batch: every test moves the same data (the count includes
+     * a last, shorter batch when N does not divide it), and the header says so.
+     */
+    @ParameterizedTest
+    @CsvSource({"write_bw,shm", "read_bw,tcp", "send_bw,shm", "atomic_bw,tcp", "write_bw,tcp", "atomic_bw,shm"})
+    void postListPostsBatches(String test, String provider) {
+        Run r = perf(test, "--provider", provider, "--loopback", "-n", "1003", "-l", "16", "--warmup", "36");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().contains(" Post List       : 16 (one Batch"), r.out());
+        assertTrue(r.out().contains(" 1003 "), r.out());
+        Run json = perf(test, "--provider", provider, "--loopback", "-n", "100", "-l", "7", "--json");
+        assertEquals(0, json.code(), json.err());
+        assertTrue(json.out().contains("\"post_list\":7") && field(json.out(), "bw_avg_MBps").get(0) > 0, json.out());
+    }
+
     @Test
     void sendBandwidthKeepsInFlightWhatTheServersReceivesAllow() {
         Run small = perf("send_bw", "--provider", "shm", "--loopback", "-n", "300", "-s", "4096");
@@ -192,6 +208,8 @@ class PerfCommandTest {
         assertUsage(perf("read_bw", "-o", "0"), "-o must be in 1..255, not 0");
         Run outs = perf("read_bw", "--provider", "shm", "--loopback", "-o", "4", "-n", "50");
         assertEquals(0, outs.code(), outs.err());
+        assertUsage(perf("write_lat", "-l", "8"), "-l (post list) is for the bandwidth tests, not write_lat");
+        assertUsage(perf("write_bw", "-l", "64", "-t", "32"), "-l 64 is more than -t 32 allows in flight");
         // Software transports have no ack timeout: -u is accepted and the report says there is none.
         Run u = perf("read_bw", "--provider", "tcp", "--loopback", "-u", "20", "-n", "20", "--json");
         assertEquals(0, u.code(), u.err());
