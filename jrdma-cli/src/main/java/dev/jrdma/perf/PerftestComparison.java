@@ -69,6 +69,9 @@ public final class PerftestComparison {
             new Case("read_bw", 4096, 5000), new Case("read_bw", 65536, 2000), new Case("read_bw", 1 << 20, 300),
             new Case("send_bw", 4096, 5000), new Case("send_bw", 65536, 2000), new Case("atomic_bw", 8, 5000));
 
+    /** The bandwidth tests' post list for both tools (1: each operation posted alone). */
+    private static int postList = 1;
+
     private PerftestComparison() {
     }
 
@@ -87,6 +90,8 @@ public final class PerftestComparison {
         // -Djrdma.compare.only=read_lat,write_bw: a quick look at some tests (the report then has only those).
         List<String> only = List.of(System.getProperty("jrdma.compare.only", "").split(","));
         List<Case> cases = CASES.stream().filter(c -> only.equals(List.of("")) || only.contains(c.test())).toList();
+        // -Djrdma.compare.postList=N: the bandwidth tests post N at a time, both tools (-l N).
+        postList = Integer.getInteger("jrdma.compare.postList", 1);
         for (int r = 0; r < rounds; r++) {
             for (Case c : cases) {
                 double[][][] v = got.computeIfAbsent(c, k -> {
@@ -106,6 +111,9 @@ public final class PerftestComparison {
                     if (perftest) {
                         List<String> common = List.of("-x", gid, "-s", String.valueOf(c.size()), "-n", String.valueOf(c.iterations()),
                                 "-p", String.valueOf(port), "-F");
+                        if (postList > 1 && !c.latency()) {
+                            common = concat(common, List.of("-l", String.valueOf(postList)));
+                        }
                         server = concat(List.of("ib_" + c.test(), "-d", dev0), common);
                         client = concat(concat(List.of("ib_" + c.test(), "-d", dev1), common), List.of(ip));
                     } else {
@@ -114,6 +122,9 @@ public final class PerftestComparison {
                                 "-p", String.valueOf(port));
                         server = concat(jp, List.of("-d", dev0, "--bind", ip));
                         client = concat(jp, List.of("-d", dev1, "--warmup", String.valueOf(c.jrdmaWarmUp()), "--csv", ip));
+                        if (postList > 1 && !c.latency()) {
+                            client = concat(client, List.of("-l", String.valueOf(postList)));
+                        }
                     }
                     long retriesBefore = retries(dev0, dev1);
                     double[] value = Arrays.copyOf(measure(server, client, c, perftest), RETRIES + 1);
@@ -254,7 +265,10 @@ public final class PerftestComparison {
                 .append("one server and one client process, perftest with its defaults (tx depth 128, one completion per 100 sends,\n")
                 .append("QP ack timeout 2^14 x 4.096 us = 67 ms, RNR timer 0.64 ms, send_bw's server posting 512 receives), jrdma perf\n")
                 .append("with its own (tx depth 128, every operation completes on its own, the same ack timeout and RNR timer, 512\n")
-                .append("receives up to 64 MiB).\n\n");
+                .append("receives up to 64 MiB).\n")
+                .append(postList > 1 ? "**This run's bandwidth tests post " + postList + " operations at a time, both tools (`-l " + postList
+                        + "`): perftest a list of work requests with one completion for them, jrdma one `Batch`.**\n" : "")
+                .append("\n");
         md.append("| test | bytes | iterations | jrdma warm-up | perftest | jrdma | jrdma / perftest | target | met |\n")
                 .append("|---|---:|---:|---:|---:|---:|---:|---|---|\n");
         for (Map.Entry<Case, double[][][]> e : got.entrySet()) {
