@@ -291,12 +291,17 @@ public final class PerftestComparison {
             }
         }
         md.append("\nEvery round (t_typical or BW average), and the transport retries rxe counted during each run (requests\n")
-                .append("sent again after an ack timeout of 67 ms or a lost packet: `completer_retry_err` of both devices):\n\n")
-                .append("| test | bytes | perftest | jrdma | perftest retries | jrdma retries |\n|---|---:|---|---|---|---|\n");
+                .append("sent again after an ack timeout of 67 ms or a lost packet: `completer_retry_err` of both devices). A run's\n")
+                .append("retries include jrdma's warm-up, so the last column puts them per 1000 operations the run posted\n")
+                .append("(perftest: the iterations; jrdma: warm-up and iterations), medians over rounds:\n\n")
+                .append("| test | bytes | perftest | jrdma | perftest retries | jrdma retries | per 1000 ops: perftest / jrdma |\n")
+                .append("|---|---:|---|---|---|---|---|\n");
         for (Map.Entry<Case, double[][][]> e : got.entrySet()) {
-            md.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %s | %s |%n", e.getKey().test(), e.getKey().size(),
+            Case c = e.getKey();
+            md.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %s | %s | %.2f / %.2f |%n", c.test(), c.size(),
                     rounds(e.getValue()[0], done, TYPICAL), rounds(e.getValue()[1], done, TYPICAL),
-                    rounds(e.getValue()[0], done, RETRIES), rounds(e.getValue()[1], done, RETRIES)));
+                    rounds(e.getValue()[0], done, RETRIES), rounds(e.getValue()[1], done, RETRIES),
+                    retriesPer1000(e.getValue()[0], c.iterations()), retriesPer1000(e.getValue()[1], c.iterations() + c.jrdmaWarmUp())));
         }
         md.append("\n![latency](vs-perftest-latency.png)\n\n![bandwidth](vs-perftest-bandwidth.png)\n");
         Path dir = out.toAbsolutePath().getParent();
@@ -309,6 +314,13 @@ public final class PerftestComparison {
         writePng(dir.resolve("vs-perftest-latency.png"), latencyPlot(got));
         writePng(dir.resolve("vs-perftest-bandwidth.png"), bandwidthPlot(got));
         System.out.print(md);
+    }
+
+    /** The median over rounds of the retries per 1000 of the {@code operations} each run posted; NaN when none was counted. */
+    static double retriesPer1000(double[][] rounds, long operations) {
+        double[][] rates = Arrays.stream(rounds).filter(r -> r.length > RETRIES)
+                .map(r -> new double[] {r[RETRIES] * 1000.0 / operations}).toArray(double[][]::new);
+        return median(rates, 0);
     }
 
     /** Figure {@code k} of each round done, "-" where there is none. */
