@@ -63,6 +63,8 @@ abstract class RdmaApiConformance {
         try (TestPair p = TestPair.open(transport(), CompletionMode.POLLING, server, client)) {
             Connection serverSide = p.accepted().poll(T, TimeUnit.SECONDS);
             assertNotNull(serverSide, "the server accepted");
+            assertEquals(64, p.conn().peerReceiveQueueDepth(), "the server's receives, as its handshake told");
+            assertEquals(64, serverSide.peerReceiveQueueDepth(), "the client's receives");
             if (transport().isVerbs()) {
                 assertEquals(14, p.conn().queuePair().ackTimeout(), "client QP: " + p.conn().queuePair());
                 assertEquals(12, serverSide.queuePair().ackTimeout(), "server QP: " + serverSide.queuePair());
