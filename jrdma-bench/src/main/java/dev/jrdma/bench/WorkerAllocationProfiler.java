@@ -49,14 +49,14 @@ public final class WorkerAllocationProfiler implements InternalProfiler {
         return List.of(new ScalarResult(RESULT, ops == 0 ? Double.NaN : (double) bytes / ops, "B/op", AggregationPolicy.AVG));
     }
 
-    /** Thread id to bytes allocated so far, for JMH's worker threads. */
+    /** Thread id to bytes allocated so far, for JMH's worker threads (names only: no stack walk). */
     private Map<Long, Long> workers() {
         Map<Long, Long> m = new HashMap<>();
-        for (Thread t : Thread.getAllStackTraces().keySet()) {
-            if (t.getName().contains("jmh-worker")) {
-                long b = threads.getThreadAllocatedBytes(t.threadId());
+        for (java.lang.management.ThreadInfo t : threads.getThreadInfo(threads.getAllThreadIds())) {
+            if (t != null && t.getThreadName().contains("jmh-worker")) {
+                long b = threads.getThreadAllocatedBytes(t.getThreadId());
                 if (b >= 0) {
-                    m.put(t.threadId(), b);
+                    m.put(t.getThreadId(), b);
                 }
             }
         }

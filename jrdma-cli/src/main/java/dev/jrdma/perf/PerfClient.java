@@ -2,7 +2,6 @@ package dev.jrdma.perf;
 
 import dev.jrdma.Connection;
 import dev.jrdma.Batch;
-import dev.jrdma.ConnectionConfig;
 import dev.jrdma.ConnectionState;
 import dev.jrdma.LocalRegion;
 import dev.jrdma.Message;
@@ -54,11 +53,7 @@ final class PerfClient implements AutoCloseable {
             this.mine = rdma.allocate(region);
             this.out = rdma.allocate(region);
             this.control = rdma.allocate(PerfControl.BYTES);
-            int receiveBuffer = Math.max(64, o.test().send() ? o.maxSize() : 64);
-            ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor())
-                    .receiveBufferSize(receiveBuffer).receiveQueueDepth(PerfServer.RECEIVE_DEPTH)
-                    .ackTimeout(o.ackTimeout()).minRnrTimer(PerfOptions.MIN_RNR_TIMER).maxRdAtomic(o.outReads()).build();
-            CompletableFuture<Connection> connecting = rdma.connectAsync(server, config);
+            CompletableFuture<Connection> connecting = rdma.connectAsync(server, o.connectionConfig(mine, PerfServer.RECEIVE_DEPTH));
             this.c = PerfControl.await(rdma, null, connecting, "connecting to " + server);
             this.peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
             this.ackTimeout = c.queuePair().ackTimeout();
@@ -66,10 +61,6 @@ final class PerfClient implements AutoCloseable {
             rdma.close();
             throw e;
         }
-    }
-
-    String providerName() {
-        return rdma.providerName();
     }
 
     /** What this client runs on, for the report. */
@@ -84,10 +75,6 @@ final class PerfClient implements AutoCloseable {
     private int sendWindow(PerfTest test) {
         int serverReceives = c.peerReceiveQueueDepth() > 0 ? c.peerReceiveQueueDepth() : PerfServer.RECEIVE_DEPTH;
         return test == PerfTest.SEND_BW ? Math.min(options.txDepth(), serverReceives) : options.txDepth();
-    }
-
-    String deviceName() {
-        return rdma.deviceName();
     }
 
     List<Result> runAll() {
@@ -169,21 +156,18 @@ final class PerfClient implements AutoCloseable {
         LocalRegion src = out.slice(0, size), dst = mine.slice(0, size);
         RemoteRegion target = peer.slice(0, size);
         int window = sendWindow(test);
+        int perPost = Math.min(options.postList(), window);
+        Batch batch = perPost > 1 ? c.batch() : null;
         Counter<Void> done = new Counter<>();
         Counter<Long> atomics = new Counter<>();
-        Counter<?> counter = test == PerfTest.ATOMIC_BW ? atomics : done;   // -l below counts batches' members
+        Counter<long[]> batches = new Counter<>();   // counts each batch's members
+        Counter<?> counter = batch != null ? batches : test == PerfTest.ATOMIC_BW ? atomics : done;
         long total = (long) warm + n, posted = 0, start = 0;
         // Peak: the best rate over stretches of at least a tenth of the timed part and PEAK_MIN_NANOS.
         long slice = Math.max(1, n / 10), markCount = 0, markAt = 0, startCount = 0;
         double peak = 0;
         Progress p = new Progress(test, size, total);
         IdleDeadline idle = new IdleDeadline(PerfControl.TIMEOUT_NANOS);
-        int perPost = Math.min(options.postList(), window);
-        Batch batch = perPost > 1 ? c.batch() : null;
-        Counter<long[]> batches = new Counter<>();
-        if (batch != null) {
-            counter = batches;
-        }
         RemoteRegion word = peer.slice(0, 8);
         while (counter.completed < total) {
             while (batch == null && posted < total && posted - counter.completed < window) {

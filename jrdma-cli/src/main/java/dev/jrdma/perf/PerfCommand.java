@@ -84,8 +84,9 @@ public final class PerfCommand {
             }
             try (PerfClient client = new PerfClient(o, new InetSocketAddress(o.host(), o.port()), err)) {
                 List<PerfClient.Result> results = client.runAll();
-                PerfReport.print(out, o, client.facts(), results);
-                plot(o, client.providerName(), results, out, err);
+                RunFacts facts = client.facts();
+                PerfReport.print(out, o, facts, results);
+                plot(o, facts.provider(), results, out, err);
             }
             return 0;
         } catch (Exception e) {

@@ -1,5 +1,8 @@
 package dev.jrdma.perf;
 
+import dev.jrdma.ConnectionConfig;
+import dev.jrdma.LocalRegion;
+
 import java.util.ArrayList;
 import java.util.List;
 
@@ -177,6 +180,16 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
             throw new IllegalArgumentException(option + " must be in " + min + ".." + max + ", not " + n);
         }
         return n;
+    }
+
+    /**
+     * What both ends connect with: {@code exposed}'s descriptor for the peer, receive buffers for
+     * the largest send, {@code receiveDepth} receives, and the QP settings (-u, -o, perftest's RNR timer).
+     */
+    ConnectionConfig connectionConfig(LocalRegion exposed, int receiveDepth) {
+        return ConnectionConfig.builder().privateData(exposed.toRemote().toDescriptor())
+                .receiveBufferSize(Math.max(64, test.send() ? maxSize() : 64)).receiveQueueDepth(receiveDepth)
+                .ackTimeout(ackTimeout).minRnrTimer(MIN_RNR_TIMER).maxRdAtomic(outReads).build();
     }
 
     int maxSize() {

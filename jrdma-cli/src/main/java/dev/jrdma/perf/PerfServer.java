@@ -1,7 +1,6 @@
 package dev.jrdma.perf;
 
 import dev.jrdma.Connection;
-import dev.jrdma.ConnectionConfig;
 import dev.jrdma.ConnectionState;
 import dev.jrdma.LocalRegion;
 import dev.jrdma.Message;
@@ -65,11 +64,7 @@ final class PerfServer implements AutoCloseable {
             this.mine = rdma.allocate(REGION);
             this.out = rdma.allocate(REGION);
             this.control = rdma.allocate(PerfControl.BYTES);
-            int receiveBuffer = Math.max(64, o.test().send() ? o.maxSize() : 64);
-            ConnectionConfig config = ConnectionConfig.builder().privateData(mine.toRemote().toDescriptor())
-                    .receiveBufferSize(receiveBuffer).receiveQueueDepth(receiveDepth(o))
-                    .ackTimeout(o.ackTimeout()).minRnrTimer(PerfOptions.MIN_RNR_TIMER).maxRdAtomic(o.outReads()).build();
-            this.listener = rdma.listen(address(o, rdma), config, accepted::set);
+            this.listener = rdma.listen(address(o, rdma), o.connectionConfig(mine, receiveDepth(o)), accepted::set);
         } catch (RuntimeException e) {
             rdma.close();
             throw e;
