@@ -1,5 +1,8 @@
 package dev.jrdma;
 
+import dev.jrdma.spi.CompletionChannel;
+import dev.jrdma.spi.Device;
+import dev.jrdma.spi.DeviceCapabilities;
 import dev.jrdma.exceptions.ConnectionClosedException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.RdmaTimeoutException;
@@ -196,7 +199,7 @@ public final class Connection implements AutoCloseable {
     // ---------------------------------------------------------------- set-up (IO / CM thread)
 
     /** Makes the CQ and the registered buffers; before the QP exists. */
-    void prepare(dev.jrdma.spi.Device device, dev.jrdma.spi.CompletionChannel channel) {
+    void prepare(Device device, CompletionChannel channel) {
         nativeFlush = device.flushes();
         cq = device.createCompletionQueue(config.sendQueueDepth() + config.receiveQueueDepth(), channel);
         memory = Arena.ofShared();
@@ -207,7 +210,7 @@ public final class Connection implements AutoCloseable {
         scratchMr = device.register(scratch, AccessFlags.LOCAL_WRITE);
     }
 
-    QueuePairSpec spec(dev.jrdma.spi.DeviceCapabilities caps) {
+    QueuePairSpec spec(DeviceCapabilities caps) {
         int rd = config.rdAtomicFor(caps);
         return new QueuePairSpec(config.sendQueueDepth(), config.receiveQueueDepth(), 1, 1, config.maxInlineData(),
                 rd, rd, config.retryCount(), config.rnrRetry(), config.ackTimeout(), config.minRnrTimer(), postLock);

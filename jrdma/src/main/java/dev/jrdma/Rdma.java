@@ -1,5 +1,6 @@
 package dev.jrdma;
 
+import dev.jrdma.exceptions.ConnectionRejectedException;
 import dev.jrdma.exceptions.ProviderUnavailableException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.RdmaTimeoutException;
@@ -649,7 +650,7 @@ public final class Rdma implements AutoCloseable {
         public void onRejected(CmEndpoint endpoint, int status, byte[] privateData) {
             if (endpoint.attachment() instanceof Connection c) {
                 String reason = Handshake.rejectionReason(privateData);
-                c.failConnect(new dev.jrdma.exceptions.ConnectionRejectedException("connection to " + c.remoteAddress()
+                c.failConnect(new ConnectionRejectedException("connection to " + c.remoteAddress()
                         + " was refused: " + (reason != null ? reason : "rejected by the peer (status " + status
                         + "; nothing listens there, or the peer rejected it)")));
             }

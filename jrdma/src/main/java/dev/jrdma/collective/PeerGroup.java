@@ -7,6 +7,7 @@ import static dev.jrdma.collective.GroupWireDescriptor.READY;
 import static dev.jrdma.collective.GroupWireDescriptor.READY2;
 import static dev.jrdma.collective.GroupWireDescriptor.imm;
 
+import dev.jrdma.ConnectionState;
 import dev.jrdma.Access;
 import dev.jrdma.Connection;
 import dev.jrdma.ConnectionConfig;
@@ -314,7 +315,7 @@ public final class PeerGroup implements AutoCloseable {
         c.onReceive((conn, m) -> arrived(r, m));
         c.onDisconnect(conn -> lost(r, conn));
         joined.get(r).complete(c);   // outside the lock: it runs what waits for the mesh
-        if (c.state() != dev.jrdma.ConnectionState.ESTABLISHED) {
+        if (c.state() != ConnectionState.ESTABLISHED) {
             lost(r, c);   // it went down before onDisconnect was set: nobody else would say so
         }
     }

@@ -1,5 +1,6 @@
 package dev.jrdma.collective;
 
+import dev.jrdma.ConnectionState;
 import dev.jrdma.Connection;
 import dev.jrdma.ConnectionConfig;
 import dev.jrdma.LocalRegion;
@@ -185,7 +186,7 @@ public final class RdmaLib implements AutoCloseable {
             return null;
         }
         Connection c = peers.get(peerIdx);
-        if (c.state() != dev.jrdma.ConnectionState.ESTABLISHED) {
+        if (c.state() != ConnectionState.ESTABLISHED) {
             fail("Peer " + peerIdx + " not connected (" + c.state() + ")");
             return null;
         }

@@ -1,5 +1,7 @@
 package dev.jrdma.memory;
 
+import dev.jrdma.os.Errno;
+import dev.jrdma.os.LibC;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.MemoryRegistration;
 import dev.jrdma.spi.ShareableMemory;
@@ -182,7 +184,7 @@ public final class RegisteredMemoryPool implements AutoCloseable {
         } else if (hugePages && !noHugePages && (memory = hugePageMemory(bytes)) != null) {
             long at = memory.address(), length = memory.byteSize();
             Arena arena = Arena.ofShared();
-            memory = memory.reinterpret(arena, m -> dev.jrdma.provider.verbs.ffi.LibC.munmap(at, length)).asSlice(0, bytes);
+            memory = memory.reinterpret(arena, m -> LibC.munmap(at, length)).asSlice(0, bytes);
             backing = arena;
         } else {
             Arena arena = Arena.ofShared();
@@ -211,11 +213,11 @@ public final class RegisteredMemoryPool implements AutoCloseable {
     /** Huge-page memory of at least {@code bytes} (whole huge pages), or null when the kernel has none (said once). */
     private MemorySegment hugePageMemory(long bytes) {
         long rounded = (bytes + HUGE_PAGE - 1) & -HUGE_PAGE;
-        long at = dev.jrdma.provider.verbs.ffi.LibC.mmapHugePages(rounded);
+        long at = LibC.mmapHugePages(rounded);
         if (at < 0) {
             noHugePages = true;
             System.getLogger("dev.jrdma").log(System.Logger.Level.WARNING, "huge pages: the kernel gave none for "
-                    + rounded + " bytes (" + dev.jrdma.provider.verbs.ffi.Errno.name((int) -at)
+                    + rounded + " bytes (" + Errno.name((int) -at)
                     + "; vm.nr_hugepages reserves them): the pool uses normal pages");
             return null;
         }

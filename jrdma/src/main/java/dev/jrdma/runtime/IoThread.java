@@ -1,6 +1,6 @@
 package dev.jrdma.runtime;
 
-import dev.jrdma.provider.verbs.ffi.LibC;
+import dev.jrdma.os.LibC;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,5 +1,6 @@
 package dev.jrdma.spi;
 
+import dev.jrdma.exceptions.UnsupportedCapabilityException;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -34,7 +35,7 @@ public interface Device extends AutoCloseable {
      * @throws dev.jrdma.exceptions.UnsupportedCapabilityException when the device has no ODP
      */
     default MemoryRegistration registerOnDemand(MemorySegment memory, int access) {
-        throw new dev.jrdma.exceptions.UnsupportedCapabilityException("on-demand paging", name(),
+        throw new UnsupportedCapabilityException("on-demand paging", name(),
                 "a software device registers without pinning anyway: use register");
     }
 
@@ -45,7 +46,7 @@ public interface Device extends AutoCloseable {
      * @throws dev.jrdma.exceptions.UnsupportedCapabilityException when the device has no implicit ODP
      */
     default MemoryRegistration registerImplicitOnDemand(int access) {
-        throw new dev.jrdma.exceptions.UnsupportedCapabilityException("implicit on-demand paging", name(), null);
+        throw new UnsupportedCapabilityException("implicit on-demand paging", name(), null);
     }
 
     /**
@@ -55,7 +56,7 @@ public interface Device extends AutoCloseable {
      *         has no user-space call for it
      */
     default MemoryRegistration registerPhysical(long physicalAddress, long length, int access) {
-        throw new dev.jrdma.exceptions.UnsupportedCapabilityException("physical-address memory regions", name(),
+        throw new UnsupportedCapabilityException("physical-address memory regions", name(),
                 "rdma-core has no user-space verbs call that registers physical addresses (mlx5 offers them to kernel users only)");
     }
 

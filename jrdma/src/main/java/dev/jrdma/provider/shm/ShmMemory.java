@@ -4,9 +4,11 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.os.Sockets;
 import dev.jrdma.exceptions.ProviderUnavailableException;
 import dev.jrdma.provider.tcp.TcpSameHost;
-import dev.jrdma.provider.verbs.ffi.Errno;
+import dev.jrdma.os.Errno;
 import dev.jrdma.spi.ShareableMemory;
 
 import java.io.IOException;
@@ -81,7 +83,7 @@ final class ShmMemory implements TcpSameHost {
             closed = true;
             byAddress.remove(segment.address(), this);
             arena.close();
-            dev.jrdma.provider.tcp.ffi.Sockets.close(fd);
+            Sockets.close(fd);
         }
     }
 
@@ -106,7 +108,7 @@ final class ShmMemory implements TcpSameHost {
             long pages = (size + 4095) & ~4095L;
             if ((int) FTRUNCATE.invokeExact(Errno.capture(), fd, pages) < 0) {
                 RuntimeException e = Errno.failure("ftruncate", "memfd " + fd + " to " + pages + " bytes");
-                dev.jrdma.provider.tcp.ffi.Sockets.close(fd);
+                Sockets.close(fd);
                 throw e;
             }
             Arena arena = Arena.ofShared();
@@ -118,8 +120,8 @@ final class ShmMemory implements TcpSameHost {
                 return s;
             } catch (IOException | RuntimeException e) {
                 arena.close();
-                dev.jrdma.provider.tcp.ffi.Sockets.close(fd);
-                throw new dev.jrdma.exceptions.RdmaException("shm: mapping memfd " + fd + " failed: " + e, e);
+                Sockets.close(fd);
+                throw new RdmaException("shm: mapping memfd " + fd + " failed: " + e, e);
             }
         } catch (RuntimeException | Error e) {
             throw e;

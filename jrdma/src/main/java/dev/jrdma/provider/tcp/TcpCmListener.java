@@ -1,6 +1,6 @@
 package dev.jrdma.provider.tcp;
 
-import dev.jrdma.provider.tcp.ffi.Sockets;
+import dev.jrdma.os.Sockets;
 import dev.jrdma.spi.CmListener;
 
 import java.net.InetSocketAddress;

@@ -1,7 +1,8 @@
 package dev.jrdma.provider.tcp;
 
-import dev.jrdma.provider.tcp.ffi.Sockets;
-import dev.jrdma.provider.verbs.ffi.LibC;
+import dev.jrdma.os.Errno;
+import dev.jrdma.os.Sockets;
+import dev.jrdma.os.LibC;
 import dev.jrdma.spi.CompletionChannel;
 
 import java.lang.foreign.Arena;
@@ -68,7 +69,7 @@ final class TcpCompletionChannel implements CompletionChannel {
     private void control(int op, int fd, int events) {
         int rc = Sockets.epollCtl(epfd, op, fd, events, ctlBuf.get());
         if (rc != 0) {
-            throw dev.jrdma.provider.verbs.ffi.Errno.failure("epoll_ctl", rc, "fd " + fd + " in epoll fd " + epfd);
+            throw Errno.failure("epoll_ctl", rc, "fd " + fd + " in epoll fd " + epfd);
         }
     }
 

@@ -1,10 +1,10 @@
 package dev.jrdma.provider.tcp;
 
 import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.provider.tcp.ffi.Sockets;
-import dev.jrdma.provider.verbs.ffi.Errno;
-import dev.jrdma.provider.verbs.ffi.LibC;
-import dev.jrdma.runtime.PollThrottle;
+import dev.jrdma.os.Sockets;
+import dev.jrdma.os.Errno;
+import dev.jrdma.os.LibC;
+import dev.jrdma.spi.PollThrottle;
 import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CmEventHandler;
 import dev.jrdma.spi.CmListener;

@@ -1,5 +1,6 @@
 package dev.jrdma.provider.tcp;
 
+import dev.jrdma.spi.ShareableMemory;
 import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionManager;
@@ -49,7 +50,7 @@ final class TcpDevice implements Device {
     }
 
     @Override
-    public dev.jrdma.spi.ShareableMemory allocateShareable(long size) {
+    public ShareableMemory allocateShareable(long size) {
         return sameHost == null ? null : sameHost.allocate(size);
     }
 

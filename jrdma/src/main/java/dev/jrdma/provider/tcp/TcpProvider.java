@@ -2,7 +2,7 @@ package dev.jrdma.provider.tcp;
 
 import dev.jrdma.exceptions.ProviderUnavailableException;
 import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.provider.verbs.ffi.NativeLibraries;
+import dev.jrdma.os.NativeCalls;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.Provider;
 
@@ -25,9 +25,9 @@ public final class TcpProvider implements Provider {
             return new ProviderUnavailableException(NAME, "it needs Linux (epoll, eventfd); this is "
                     + System.getProperty("os.name"));
         }
-        if (!NativeLibraries.isNativeAccessEnabled()) {
+        if (!NativeCalls.isNativeAccessEnabled()) {
             return new ProviderUnavailableException(NAME, "native access is off: run java with "
-                    + NativeLibraries.nativeAccessFlag());
+                    + NativeCalls.nativeAccessFlag());
         }
         return null;
     }

@@ -2,8 +2,9 @@ package dev.jrdma.provider.tcp;
 
 import static dev.jrdma.provider.tcp.TcpFrameDescriptor.*;
 
-import dev.jrdma.provider.tcp.ffi.Sockets;
-import dev.jrdma.provider.verbs.ffi.Errno;
+import dev.jrdma.spi.ShareableMemory;
+import dev.jrdma.os.Sockets;
+import dev.jrdma.os.Errno;
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.QueuePair;
 import dev.jrdma.spi.QueuePairSpec;
@@ -99,7 +100,7 @@ final class TcpQueuePair implements QueuePair {
     private volatile TcpSameHost sameHost;
     /** The stream ring this side writes (offered to a same-host peer), and the peer's it reads. */
     private static final long RING_BYTES = 1 << 20;
-    private dev.jrdma.spi.ShareableMemory txRingMemory;
+    private ShareableMemory txRingMemory;
     private TcpSameHost txRingSupport;
     private Arena rxRingArena;
     private SharedByteRing rxRing;

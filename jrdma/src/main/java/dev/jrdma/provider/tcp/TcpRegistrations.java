@@ -1,5 +1,6 @@
 package dev.jrdma.provider.tcp;
 
+import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.spi.AccessFlags;
 
 import java.lang.foreign.MemorySegment;
@@ -53,7 +54,7 @@ final class TcpRegistrations {
         } else if (nextFresh < CAPACITY) {
             index = nextFresh++;
         } else {
-            throw new dev.jrdma.exceptions.RdmaException("tcp: " + (CAPACITY - 1)
+            throw new RdmaException("tcp: " + (CAPACITY - 1)
                     + " memory registrations exist already; close some (or use the pool, which registers large chunks)");
         }
         int key = (generation[index] << INDEX_BITS) | index;

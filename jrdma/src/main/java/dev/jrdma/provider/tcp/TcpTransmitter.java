@@ -1,7 +1,7 @@
 package dev.jrdma.provider.tcp;
 
-import dev.jrdma.provider.tcp.ffi.Sockets;
-import dev.jrdma.provider.verbs.ffi.Errno;
+import dev.jrdma.os.Sockets;
+import dev.jrdma.os.Errno;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

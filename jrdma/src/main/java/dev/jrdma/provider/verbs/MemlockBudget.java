@@ -2,8 +2,8 @@ package dev.jrdma.provider.verbs;
 
 import dev.jrdma.exceptions.NativeRdmaException;
 import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.provider.verbs.ffi.Errno;
-import dev.jrdma.provider.verbs.ffi.LibC;
+import dev.jrdma.os.Errno;
+import dev.jrdma.os.LibC;
 
 import java.io.IOException;
 import java.nio.file.Files;

@@ -6,7 +6,7 @@ import dev.jrdma.provider.verbs.ffi.IbvQp;
 import dev.jrdma.provider.verbs.ffi.LibRdmacm;
 import dev.jrdma.provider.verbs.ffi.RdmaCmId;
 import dev.jrdma.provider.verbs.ffi.RdmaConnParam;
-import dev.jrdma.provider.verbs.ffi.SockAddr;
+import dev.jrdma.os.SockAddr;
 import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.QueuePair;

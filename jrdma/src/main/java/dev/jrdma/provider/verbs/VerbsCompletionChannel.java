@@ -1,7 +1,7 @@
 package dev.jrdma.provider.verbs;
 
 import dev.jrdma.provider.verbs.ffi.IbvCompChannel;
-import dev.jrdma.provider.verbs.ffi.LibC;
+import dev.jrdma.os.LibC;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
 import dev.jrdma.spi.CompletionChannel;
 

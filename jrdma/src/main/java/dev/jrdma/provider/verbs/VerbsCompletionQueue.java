@@ -1,5 +1,7 @@
 package dev.jrdma.provider.verbs;
 
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.os.Errno;
 import dev.jrdma.provider.verbs.ffi.IbvContext;
 import dev.jrdma.provider.verbs.ffi.IbvWc;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
@@ -28,7 +30,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
     public int poll(CompletionSink sink, int max) {
         int n = LibIbverbs.pollCq(pollFn, cq, Math.min(max, BATCH), wcs);
         if (n < 0) {
-            throw new dev.jrdma.exceptions.RdmaException("ibv_poll_cq failed (" + n + "): the CQ overran or the device failed");
+            throw new RdmaException("ibv_poll_cq failed (" + n + "): the CQ overran or the device failed");
         }
         for (int i = 0; i < n; i++) {
             int flags = IbvWc.wcFlags(wcs, i);
@@ -43,7 +45,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
     public void arm() {
         int rc = LibIbverbs.reqNotifyCq(notifyFn, cq, false);
         if (rc != 0) {
-            throw dev.jrdma.provider.verbs.ffi.Errno.failure("ibv_req_notify_cq", rc, null);
+            throw Errno.failure("ibv_req_notify_cq", rc, null);
         }
     }
 

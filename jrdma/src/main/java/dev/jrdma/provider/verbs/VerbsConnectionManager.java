@@ -1,12 +1,13 @@
 package dev.jrdma.provider.verbs;
 
+import dev.jrdma.spi.PollThrottle;
 import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.provider.verbs.ffi.LibC;
+import dev.jrdma.os.LibC;
 import dev.jrdma.provider.verbs.ffi.LibRdmacm;
 import dev.jrdma.provider.verbs.ffi.RdmaCmEvent;
 import dev.jrdma.provider.verbs.ffi.RdmaCmId;
 import dev.jrdma.provider.verbs.ffi.RdmaConnParam;
-import dev.jrdma.provider.verbs.ffi.SockAddr;
+import dev.jrdma.os.SockAddr;
 import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CmEventHandler;
 import dev.jrdma.spi.CmListener;
@@ -41,7 +42,7 @@ final class VerbsConnectionManager implements ConnectionManager {
     private boolean closed;
     /** Looks at the event channel at most this often while nothing happens. */
     private static final long CHECK_NANOS = 20_000;
-    private final dev.jrdma.runtime.PollThrottle throttle = new dev.jrdma.runtime.PollThrottle(CHECK_NANOS);
+    private final PollThrottle throttle = new PollThrottle(CHECK_NANOS);
 
     VerbsConnectionManager(VerbsDevice device) {
         this.device = device;

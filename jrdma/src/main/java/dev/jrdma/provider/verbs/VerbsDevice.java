@@ -1,5 +1,6 @@
 package dev.jrdma.provider.verbs;
 
+import dev.jrdma.exceptions.NativeRdmaException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.UnsupportedCapabilityException;
 import dev.jrdma.provider.verbs.VerbsDevices.DeviceInfo;
@@ -8,7 +9,7 @@ import dev.jrdma.provider.verbs.ffi.IbvContext;
 import dev.jrdma.provider.verbs.ffi.IbvDeviceAttrEx;
 import dev.jrdma.provider.verbs.ffi.IbvMr;
 import dev.jrdma.provider.verbs.ffi.IbvQp;
-import dev.jrdma.provider.verbs.ffi.LibC;
+import dev.jrdma.os.LibC;
 import dev.jrdma.provider.verbs.ffi.IbvGidEntry;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
 import dev.jrdma.provider.verbs.ffi.LibRdmacm;
@@ -156,7 +157,7 @@ final class VerbsDevice implements Device {
     public MemoryRegistration register(MemorySegment memory, int access) {
         try {
             return new VerbsMemoryRegistration(LibIbverbs.regMr(pd, memory, access), memory, access);
-        } catch (dev.jrdma.exceptions.NativeRdmaException e) {
+        } catch (NativeRdmaException e) {
             throw MemlockBudget.explain(e, memory.byteSize());
         }
     }

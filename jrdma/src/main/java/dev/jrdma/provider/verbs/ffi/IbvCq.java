@@ -1,6 +1,6 @@
 package dev.jrdma.provider.verbs.ffi;
 
-import static dev.jrdma.provider.verbs.ffi.CLayouts.*;
+import static dev.jrdma.os.CLayouts.*;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;

@@ -1,9 +1,11 @@
 package dev.jrdma.provider.verbs.ffi;
 
-import static dev.jrdma.provider.verbs.ffi.CLayouts.*;
+import static dev.jrdma.os.CLayouts.*;
 import static java.lang.foreign.FunctionDescriptor.of;
 import static java.lang.foreign.FunctionDescriptor.ofVoid;
 
+import dev.jrdma.os.Errno;
+import dev.jrdma.os.NativeCalls;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
@@ -77,16 +79,6 @@ public final class LibIbverbs {
     private LibIbverbs() {
     }
 
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            return r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return new IllegalStateException(t);
-    }
-
     private static MemorySegment checkPtr(MemorySegment p, String function, String context) {
         if (p.equals(MemorySegment.NULL)) {
             int errno = Errno.last();
@@ -116,7 +108,7 @@ public final class LibIbverbs {
             count[0] = num.get(INT, 0);
             return list.reinterpret((count[0] + 1L) * PTR.byteSize());
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -124,7 +116,7 @@ public final class LibIbverbs {
         try {
             FREE_DEVICE_LIST.invokeExact(list);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -133,7 +125,7 @@ public final class LibIbverbs {
             MemorySegment name = (MemorySegment) GET_DEVICE_NAME.invokeExact(device);
             return name.equals(MemorySegment.NULL) ? "" : name.reinterpret(64).getString(0);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -142,7 +134,7 @@ public final class LibIbverbs {
         try {
             return Long.reverseBytes((long) GET_DEVICE_GUID.invokeExact(device));   // returns __be64
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -151,7 +143,7 @@ public final class LibIbverbs {
             MemorySegment ctx = (MemorySegment) OPEN_DEVICE.invokeExact(Errno.capture(), device);
             return checkPtr(ctx, "ibv_open_device", getDeviceName(device));
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -159,7 +151,7 @@ public final class LibIbverbs {
         try {
             Errno.check((int) CLOSE_DEVICE.invokeExact(Errno.capture(), context), "ibv_close_device", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -167,7 +159,7 @@ public final class LibIbverbs {
         try {
             Errno.check((int) QUERY_DEVICE.invokeExact(Errno.capture(), context, attr), "ibv_query_device", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -186,7 +178,7 @@ public final class LibIbverbs {
                     return;
                 }
             } catch (Throwable t) {
-                throw rethrow(t);
+                throw NativeCalls.rethrow(t);
             }
         }
         attrEx.fill((byte) 0);
@@ -207,7 +199,7 @@ public final class LibIbverbs {
             }
             Errno.check(rc, "ibv_query_port", "port " + portNum);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -217,7 +209,7 @@ public final class LibIbverbs {
             Errno.check((int) QUERY_GID.invokeExact(Errno.capture(), context, (byte) portNum, index, gid),
                     "ibv_query_gid", "port " + portNum + " index " + index);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -235,7 +227,7 @@ public final class LibIbverbs {
             Errno.check(rc, "ibv_query_gid_ex", "port " + portNum + " index " + index);
             return true;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -249,7 +241,7 @@ public final class LibIbverbs {
             }
             return (int) n;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -259,7 +251,7 @@ public final class LibIbverbs {
         try {
             return checkPtr((MemorySegment) ALLOC_PD.invokeExact(Errno.capture(), context), "ibv_alloc_pd", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -268,7 +260,7 @@ public final class LibIbverbs {
             Errno.check((int) DEALLOC_PD.invokeExact(Errno.capture(), pd), "ibv_dealloc_pd",
                     "is something still registered in it?");
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -280,7 +272,7 @@ public final class LibIbverbs {
             return checkPtr(mr, "ibv_reg_mr", memory.byteSize() + " bytes at 0x"
                     + Long.toHexString(memory.address()) + ", access 0x" + Integer.toHexString(access));
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -294,7 +286,7 @@ public final class LibIbverbs {
                     access | IbvMr.ACCESS_ON_DEMAND);
             return checkPtr(mr, "ibv_reg_mr", "implicit on-demand paging (NULL, SIZE_MAX), access 0x" + Integer.toHexString(access));
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -302,7 +294,7 @@ public final class LibIbverbs {
         try {
             Errno.check((int) DEREG_MR.invokeExact(Errno.capture(), mr), "ibv_dereg_mr", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -313,7 +305,7 @@ public final class LibIbverbs {
             return checkPtr((MemorySegment) CREATE_COMP_CHANNEL.invokeExact(Errno.capture(), context),
                     "ibv_create_comp_channel", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -322,7 +314,7 @@ public final class LibIbverbs {
             Errno.check((int) DESTROY_COMP_CHANNEL.invokeExact(Errno.capture(), channel), "ibv_destroy_comp_channel",
                     "are CQs still attached to it?");
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -333,7 +325,7 @@ public final class LibIbverbs {
                     MemorySegment.NULL, channel, compVector);
             return checkPtr(cq, "ibv_create_cq", "cqe " + cqe);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -342,7 +334,7 @@ public final class LibIbverbs {
             Errno.check((int) DESTROY_CQ.invokeExact(Errno.capture(), cq), "ibv_destroy_cq",
                     "are QPs still using it, or CQ events unacknowledged?");
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -358,7 +350,7 @@ public final class LibIbverbs {
             Errno.check((int) GET_CQ_EVENT.invokeExact(Errno.capture(), channel, cqOut, ctxOut), "ibv_get_cq_event", null);
             return cqOut.get(PTR, 0);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -378,7 +370,7 @@ public final class LibIbverbs {
             }
             throw Errno.failure("ibv_get_cq_event", errno, null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -386,7 +378,7 @@ public final class LibIbverbs {
         try {
             ACK_CQ_EVENTS.invokeExact(cq, count);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -398,7 +390,7 @@ public final class LibIbverbs {
         try {
             return (int) POLL_CQ.invokeExact(pollCqFn, cq, max, wcs);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -407,7 +399,7 @@ public final class LibIbverbs {
         try {
             return (int) REQ_NOTIFY_CQ.invokeExact(reqNotifyFn, cq, solicitedOnly ? 1 : 0);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -417,7 +409,7 @@ public final class LibIbverbs {
         try {
             return checkPtr((MemorySegment) CREATE_QP.invokeExact(Errno.capture(), pd, initAttr), "ibv_create_qp", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -426,7 +418,7 @@ public final class LibIbverbs {
             Errno.check((int) MODIFY_QP.invokeExact(Errno.capture(), qp, attr, mask), "ibv_modify_qp",
                     "qp " + IbvQp.qpNum(qp) + " mask 0x" + Integer.toHexString(mask));
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -435,7 +427,7 @@ public final class LibIbverbs {
             Errno.check((int) QUERY_QP.invokeExact(Errno.capture(), qp, attr, mask, initAttr), "ibv_query_qp",
                     "qp " + IbvQp.qpNum(qp));
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -443,7 +435,7 @@ public final class LibIbverbs {
         try {
             Errno.check((int) DESTROY_QP.invokeExact(Errno.capture(), qp), "ibv_destroy_qp", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -456,7 +448,7 @@ public final class LibIbverbs {
         try {
             return (int) POST_SEND.invokeExact(postSendFn, qp, wr, badWr);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -465,7 +457,7 @@ public final class LibIbverbs {
         try {
             return (int) POST_RECV.invokeExact(postRecvFn, qp, wr, badWr);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -481,7 +473,7 @@ public final class LibIbverbs {
         try {
             return checkPtr((MemorySegment) CREATE_SRQ.invokeExact(Errno.capture(), pd, initAttr), "ibv_create_srq", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -496,7 +488,7 @@ public final class LibIbverbs {
             Errno.check((int) MODIFY_SRQ.invokeExact(Errno.capture(), srq, attr, mask), "ibv_modify_srq",
                     "mask 0x" + Integer.toHexString(mask));
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -504,7 +496,7 @@ public final class LibIbverbs {
         try {
             Errno.check((int) DESTROY_SRQ.invokeExact(Errno.capture(), srq), "ibv_destroy_srq", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -518,7 +510,7 @@ public final class LibIbverbs {
         try {
             Errno.check((int) GET_ASYNC_EVENT.invokeExact(Errno.capture(), context, event), "ibv_get_async_event", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -538,7 +530,7 @@ public final class LibIbverbs {
             }
             throw Errno.failure("ibv_get_async_event", errno, null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -546,7 +538,7 @@ public final class LibIbverbs {
         try {
             ACK_ASYNC_EVENT.invokeExact(event);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -555,7 +547,7 @@ public final class LibIbverbs {
             MemorySegment s = (MemorySegment) EVENT_TYPE_STR.invokeExact(eventType);
             return s.equals(MemorySegment.NULL) ? "event " + eventType : s.reinterpret(128).getString(0);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 

@@ -1,9 +1,12 @@
 package dev.jrdma.provider.verbs.ffi;
 
-import static dev.jrdma.provider.verbs.ffi.CLayouts.*;
+import static dev.jrdma.os.CLayouts.*;
 import static java.lang.foreign.FunctionDescriptor.of;
 import static java.lang.foreign.FunctionDescriptor.ofVoid;
 
+import dev.jrdma.os.Errno;
+import dev.jrdma.os.NativeCalls;
+import dev.jrdma.os.SockAddr;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
@@ -43,16 +46,6 @@ public final class LibRdmacm {
     private LibRdmacm() {
     }
 
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            return r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return new IllegalStateException(t);
-    }
-
     private static void check(int rc, String function, String context) {
         Errno.check(rc, function, context);
     }
@@ -66,7 +59,7 @@ public final class LibRdmacm {
             }
             return ch.reinterpret(INT.byteSize());
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -79,7 +72,7 @@ public final class LibRdmacm {
         try {
             DESTROY_EVENT_CHANNEL.invokeExact(channel);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -91,7 +84,7 @@ public final class LibRdmacm {
                     "rdma_create_id", null);
             return out.get(PTR, 0).reinterpret(RdmaCmId.LAYOUT.byteSize());
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -99,7 +92,7 @@ public final class LibRdmacm {
         try {
             check((int) DESTROY_ID.invokeExact(Errno.capture(), id), "rdma_destroy_id", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -108,7 +101,7 @@ public final class LibRdmacm {
             check((int) BIND_ADDR.invokeExact(Errno.capture(), id, sockaddr), "rdma_bind_addr",
                     String.valueOf(SockAddr.toInet(sockaddr)));
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -118,7 +111,7 @@ public final class LibRdmacm {
             check((int) RESOLVE_ADDR.invokeExact(Errno.capture(), id, src, dst, timeoutMs), "rdma_resolve_addr",
                     "to " + SockAddr.toInet(dst));
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -127,7 +120,7 @@ public final class LibRdmacm {
         try {
             check((int) RESOLVE_ROUTE.invokeExact(Errno.capture(), id, timeoutMs), "rdma_resolve_route", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -140,7 +133,7 @@ public final class LibRdmacm {
             check((int) CREATE_QP.invokeExact(Errno.capture(), id, pd, initAttr), "rdma_create_qp", null);
             return RdmaCmId.qp(id);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -148,7 +141,7 @@ public final class LibRdmacm {
         try {
             DESTROY_QP.invokeExact(id);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -168,7 +161,7 @@ public final class LibRdmacm {
             check((int) SET_OPTION.invokeExact(Errno.capture(), id, OPTION_ID, OPTION_ID_ACK_TIMEOUT, value, U8.byteSize()),
                     "rdma_set_option", "RDMA_OPTION_ID_ACK_TIMEOUT " + exponent);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -176,7 +169,7 @@ public final class LibRdmacm {
         try {
             check((int) CONNECT.invokeExact(Errno.capture(), id, connParam), "rdma_connect", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -184,7 +177,7 @@ public final class LibRdmacm {
         try {
             check((int) LISTEN.invokeExact(Errno.capture(), id, backlog), "rdma_listen", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -195,7 +188,7 @@ public final class LibRdmacm {
             check((int) GET_REQUEST.invokeExact(Errno.capture(), listenId, out), "rdma_get_request", null);
             return out.get(PTR, 0).reinterpret(RdmaCmId.LAYOUT.byteSize());
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -203,7 +196,7 @@ public final class LibRdmacm {
         try {
             check((int) ACCEPT.invokeExact(Errno.capture(), id, connParam), "rdma_accept", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -212,7 +205,7 @@ public final class LibRdmacm {
         try {
             check((int) REJECT.invokeExact(Errno.capture(), id, privateData, (byte) length), "rdma_reject", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -220,7 +213,7 @@ public final class LibRdmacm {
         try {
             check((int) DISCONNECT.invokeExact(Errno.capture(), id), "rdma_disconnect", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -235,7 +228,7 @@ public final class LibRdmacm {
             check((int) GET_CM_EVENT.invokeExact(Errno.capture(), channel, out), "rdma_get_cm_event", null);
             return out.get(PTR, 0).reinterpret(RdmaCmEvent.LAYOUT.byteSize());
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -254,7 +247,7 @@ public final class LibRdmacm {
             }
             throw Errno.failure("rdma_get_cm_event", errno, null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -262,7 +255,7 @@ public final class LibRdmacm {
         try {
             check((int) ACK_CM_EVENT.invokeExact(Errno.capture(), event), "rdma_ack_cm_event", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -282,7 +275,7 @@ public final class LibRdmacm {
             count[0] = n.get(INT, 0);
             return list.reinterpret(PTR.byteSize() * (count[0] + 1L));
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -290,7 +283,7 @@ public final class LibRdmacm {
         try {
             FREE_DEVICES.invokeExact(list);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -299,7 +292,7 @@ public final class LibRdmacm {
         try {
             check((int) MIGRATE_ID.invokeExact(Errno.capture(), id, channel), "rdma_migrate_id", null);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -308,7 +301,7 @@ public final class LibRdmacm {
             MemorySegment s = (MemorySegment) EVENT_STR.invokeExact(event);
             return s.equals(MemorySegment.NULL) ? RdmaCmEvent.name(event) : s.reinterpret(128).getString(0);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 }

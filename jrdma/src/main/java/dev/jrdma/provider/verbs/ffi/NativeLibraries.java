@@ -1,6 +1,7 @@
 package dev.jrdma.provider.verbs.ffi;
 
 import dev.jrdma.exceptions.ProviderUnavailableException;
+import dev.jrdma.os.NativeCalls;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.SymbolLookup;
@@ -52,13 +53,12 @@ public final class NativeLibraries {
      * {@code --enable-native-access=ALL-UNNAMED} on the class path.
      */
     public static String nativeAccessFlag() {
-        Module module = NativeLibraries.class.getModule();
-        return "--enable-native-access=" + (module.isNamed() ? module.getName() : "ALL-UNNAMED");
+        return NativeCalls.nativeAccessFlag();
     }
 
     /** Whether the JVM lets jrdma call native code without warnings or errors. */
     public static boolean isNativeAccessEnabled() {
-        return NativeLibraries.class.getModule().isNativeAccessEnabled();
+        return NativeCalls.isNativeAccessEnabled();
     }
 
     /** Null when libibverbs and librdmacm are loaded and native access is on; else the reason. */

@@ -1,5 +1,6 @@
 package dev.jrdma.provider.verbs.ffi;
 
+import dev.jrdma.os.CLayouts;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;

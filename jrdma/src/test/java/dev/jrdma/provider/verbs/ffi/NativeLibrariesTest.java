@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.os.Errno;
+import dev.jrdma.os.SockAddr;
 import dev.jrdma.exceptions.NativeRdmaException;
 import dev.jrdma.exceptions.ProviderUnavailableException;
 

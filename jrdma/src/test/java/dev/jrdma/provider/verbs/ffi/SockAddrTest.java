@@ -2,6 +2,8 @@ package dev.jrdma.provider.verbs.ffi;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import dev.jrdma.os.SockAddr;
+import dev.jrdma.os.CLayouts;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;

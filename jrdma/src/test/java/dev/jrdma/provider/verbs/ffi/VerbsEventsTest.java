@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.os.Errno;
+import dev.jrdma.os.LibC;
 import dev.jrdma.exceptions.NativeRdmaException;
 
 import java.lang.foreign.Arena;

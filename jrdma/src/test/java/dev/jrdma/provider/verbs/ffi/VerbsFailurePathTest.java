@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.os.Errno;
+import dev.jrdma.os.SockAddr;
 import dev.jrdma.exceptions.NativeRdmaException;
 
 import java.lang.foreign.Arena;

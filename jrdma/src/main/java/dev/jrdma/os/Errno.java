@@ -1,4 +1,4 @@
-package dev.jrdma.provider.verbs.ffi;
+package dev.jrdma.os;
 
 import dev.jrdma.exceptions.NativeRdmaException;
 
@@ -24,7 +24,7 @@ public final class Errno {
             java.lang.foreign.MemoryLayout.PathElement.groupElement("errno"));
     private static final ThreadLocal<MemorySegment> CAPTURE =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CAPTURE_LAYOUT));
-    private static final MethodHandle STRERROR = Downcalls.plain(NativeLibraries.libc(), "strerror",
+    private static final MethodHandle STRERROR = NativeCalls.plain("strerror",
             FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
 
     public static final int EPERM = 1, ENOENT = 2, EINTR = 4, EIO = 5, EBADF = 9, EAGAIN = 11, ENOMEM = 12,
@@ -89,7 +89,7 @@ public final class Errno {
      * Checks the return value of a verb that returns 0 or an errno (most ibv_* do), or -1 with
      * errno set (librdmacm, some providers): both forms become one exception.
      */
-    static void check(int rc, String function, String context) {
+    public static void check(int rc, String function, String context) {
         if (rc != 0) {
             throw failure(function, rc > 0 ? rc : last(), context);
         }

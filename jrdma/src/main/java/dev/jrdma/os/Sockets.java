@@ -1,12 +1,10 @@
-package dev.jrdma.provider.tcp.ffi;
+package dev.jrdma.os;
 
 import static java.lang.foreign.FunctionDescriptor.of;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
-import dev.jrdma.provider.verbs.ffi.Errno;
-import dev.jrdma.provider.verbs.ffi.SockAddr;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -44,41 +42,26 @@ public final class Sockets {
     public static final long MSGHDR_SIZE = 56;
     private static final long MSG_IOV = 16, MSG_IOVLEN = 24;
 
-    private static final MethodHandle SOCKET = handle("socket", of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
-    private static final MethodHandle SETSOCKOPT = handle("setsockopt",
+    private static final MethodHandle SOCKET = NativeCalls.withErrno("socket", of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final MethodHandle SETSOCKOPT = NativeCalls.withErrno("setsockopt",
             of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle GETSOCKOPT = handle("getsockopt",
+    private static final MethodHandle GETSOCKOPT = NativeCalls.withErrno("getsockopt",
             of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
-    private static final MethodHandle BIND = handle("bind", of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle LISTEN = handle("listen", of(JAVA_INT, JAVA_INT, JAVA_INT));
-    private static final MethodHandle ACCEPT4 = handle("accept4", of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
-    private static final MethodHandle CONNECT = handle("connect", of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle GETSOCKNAME = handle("getsockname", of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
-    private static final MethodHandle GETPEERNAME = handle("getpeername", of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
-    private static final MethodHandle RECV = handle("recv", of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT));
-    private static final MethodHandle SENDMSG = handle("sendmsg", of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT));
-    private static final MethodHandle SHUTDOWN = handle("shutdown", of(JAVA_INT, JAVA_INT, JAVA_INT));
-    private static final MethodHandle CLOSE = handle("close", of(JAVA_INT, JAVA_INT));
-    private static final MethodHandle EPOLL_CREATE1 = handle("epoll_create1", of(JAVA_INT, JAVA_INT));
-    private static final MethodHandle EPOLL_CTL = handle("epoll_ctl", of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
-    private static final MethodHandle EPOLL_WAIT = handle("epoll_wait", of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
+    private static final MethodHandle BIND = NativeCalls.withErrno("bind", of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle LISTEN = NativeCalls.withErrno("listen", of(JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final MethodHandle ACCEPT4 = NativeCalls.withErrno("accept4", of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+    private static final MethodHandle CONNECT = NativeCalls.withErrno("connect", of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle GETSOCKNAME = NativeCalls.withErrno("getsockname", of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+    private static final MethodHandle GETPEERNAME = NativeCalls.withErrno("getpeername", of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+    private static final MethodHandle RECV = NativeCalls.withErrno("recv", of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT));
+    private static final MethodHandle SENDMSG = NativeCalls.withErrno("sendmsg", of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT));
+    private static final MethodHandle SHUTDOWN = NativeCalls.withErrno("shutdown", of(JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final MethodHandle CLOSE = NativeCalls.withErrno("close", of(JAVA_INT, JAVA_INT));
+    private static final MethodHandle EPOLL_CREATE1 = NativeCalls.withErrno("epoll_create1", of(JAVA_INT, JAVA_INT));
+    private static final MethodHandle EPOLL_CTL = NativeCalls.withErrno("epoll_ctl", of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
+    private static final MethodHandle EPOLL_WAIT = NativeCalls.withErrno("epoll_wait", of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
 
     private Sockets() {
-    }
-
-    private static MethodHandle handle(String name, FunctionDescriptor d) {
-        return LINKER.downcallHandle(LINKER.defaultLookup().find(name).orElseThrow(
-                () -> new UnsatisfiedLinkError("libc has no " + name)), d, ERRNO);
-    }
-
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            return r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return new IllegalStateException(t);
     }
 
     /** A non-blocking, close-on-exec TCP socket of the family of {@code address}. */
@@ -91,7 +74,7 @@ public final class Sockets {
             }
             return fd;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -103,7 +86,7 @@ public final class Sockets {
                 throw Errno.failure("setsockopt", what + " on fd " + fd);
             }
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -118,7 +101,7 @@ public final class Sockets {
             }
             return v.get(JAVA_INT, 0);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -129,7 +112,7 @@ public final class Sockets {
                 throw Errno.failure("bind", String.valueOf(address));
             }
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -139,7 +122,7 @@ public final class Sockets {
                 throw Errno.failure("listen", "fd " + fd);
             }
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -157,7 +140,7 @@ public final class Sockets {
             }
             return s;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -170,7 +153,7 @@ public final class Sockets {
             }
             return 0;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -192,7 +175,7 @@ public final class Sockets {
             }
             return SockAddr.toInet(sa);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -202,7 +185,7 @@ public final class Sockets {
             long n = (long) RECV.invokeExact(Errno.capture(), fd, address, length, MSG_DONTWAIT);
             return n >= 0 ? n : -Errno.last();
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -216,7 +199,7 @@ public final class Sockets {
             long n = (long) SENDMSG.invokeExact(Errno.capture(), fd, msghdr, MSG_DONTWAIT | MSG_NOSIGNAL);
             return n >= 0 ? n : -Errno.last();
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -237,7 +220,7 @@ public final class Sockets {
         try {
             int ignored = (int) SHUTDOWN.invokeExact(Errno.capture(), fd, how);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -245,7 +228,7 @@ public final class Sockets {
         try {
             int ignored = (int) CLOSE.invokeExact(Errno.capture(), fd);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -257,7 +240,7 @@ public final class Sockets {
             }
             return fd;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -271,7 +254,7 @@ public final class Sockets {
             }
             return 0;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 
@@ -287,7 +270,7 @@ public final class Sockets {
             }
             return n;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw NativeCalls.rethrow(t);
         }
     }
 

@@ -1,4 +1,4 @@
-package dev.jrdma.runtime;
+package dev.jrdma.spi;
 
 /**
  * Spaces out a look that costs a syscall (a connection manager's event channel) on an IO

@@ -1,4 +1,4 @@
-package dev.jrdma.provider.verbs.ffi;
+package dev.jrdma.os;
 
 import java.lang.foreign.AddressLayout;
 import java.lang.foreign.GroupLayout;
@@ -16,32 +16,32 @@ import java.util.List;
  * compiler does, padding each member to its natural alignment and the whole to its largest.
  * Every layout built here is checked field by field against gcc in {@code StructLayoutProbeTest}.
  */
-final class CLayouts {
-    static final ValueLayout.OfByte U8 = ValueLayout.JAVA_BYTE;
-    static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT;
-    static final ValueLayout.OfShort BE16 = ValueLayout.JAVA_SHORT.withOrder(ByteOrder.BIG_ENDIAN);
-    static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
-    static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT;
-    static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT.withOrder(ByteOrder.BIG_ENDIAN);
-    static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG;
-    static final ValueLayout.OfLong BE64 = ValueLayout.JAVA_LONG.withOrder(ByteOrder.BIG_ENDIAN);
-    static final ValueLayout.OfLong SIZE_T = ValueLayout.JAVA_LONG;
-    static final ValueLayout.OfLong SSIZE_T = ValueLayout.JAVA_LONG;
-    static final AddressLayout PTR = ValueLayout.ADDRESS;
+public final class CLayouts {
+    public static final ValueLayout.OfByte U8 = ValueLayout.JAVA_BYTE;
+    public static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT;
+    public static final ValueLayout.OfShort BE16 = ValueLayout.JAVA_SHORT.withOrder(ByteOrder.BIG_ENDIAN);
+    public static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT;
+    public static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT;
+    public static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT.withOrder(ByteOrder.BIG_ENDIAN);
+    public static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG;
+    public static final ValueLayout.OfLong BE64 = ValueLayout.JAVA_LONG.withOrder(ByteOrder.BIG_ENDIAN);
+    public static final ValueLayout.OfLong SIZE_T = ValueLayout.JAVA_LONG;
+    public static final ValueLayout.OfLong SSIZE_T = ValueLayout.JAVA_LONG;
+    public static final AddressLayout PTR = ValueLayout.ADDRESS;
     /** glibc x86-64 / aarch64 sizes; the probe test checks them through the structs that embed them. */
-    static final MemoryLayout PTHREAD_MUTEX = opaque(40, 8);
-    static final MemoryLayout PTHREAD_COND = opaque(48, 8);
+    public static final MemoryLayout PTHREAD_MUTEX = opaque(40, 8);
+    public static final MemoryLayout PTHREAD_COND = opaque(48, 8);
 
     private CLayouts() {
     }
 
     /** {@code char name[n]}. */
-    static SequenceLayout chars(int n) {
+    public static SequenceLayout chars(int n) {
         return MemoryLayout.sequenceLayout(n, U8);
     }
 
     /** Bytes whose inside jrdma never reads, with the C type's size and alignment. */
-    static MemoryLayout opaque(long size, long alignment) {
+    public static MemoryLayout opaque(long size, long alignment) {
         return MemoryLayout.structLayout(MemoryLayout.sequenceLayout(size / alignment, alignmentValue(alignment)));
     }
 
@@ -56,7 +56,7 @@ final class CLayouts {
     }
 
     /** A C struct: members at their natural alignment, trailing padding to the struct's. */
-    static StructLayout struct(String name, MemoryLayout... members) {
+    public static StructLayout struct(String name, MemoryLayout... members) {
         List<MemoryLayout> laid = new ArrayList<>();
         long offset = 0;
         long maxAlign = 1;
@@ -79,7 +79,7 @@ final class CLayouts {
     }
 
     /** A C union, padded to a multiple of its alignment. A null name makes it anonymous. */
-    static GroupLayout union(String name, MemoryLayout... members) {
+    public static GroupLayout union(String name, MemoryLayout... members) {
         long maxSize = 0;
         long maxAlign = 1;
         for (MemoryLayout m : members) {
@@ -103,7 +103,7 @@ final class CLayouts {
      * Byte offset of a dotted member path such as {@code "wr.atomic.rkey"}. Anonymous unions and
      * structs are looked through, as C does.
      */
-    static long offset(GroupLayout layout, String path) {
+    public static long offset(GroupLayout layout, String path) {
         long offset = 0;
         GroupLayout group = layout;
         String[] parts = path.split("\\.");

@@ -1,6 +1,6 @@
-package dev.jrdma.provider.verbs.ffi;
+package dev.jrdma.os;
 
-import static dev.jrdma.provider.verbs.ffi.CLayouts.*;
+import static dev.jrdma.os.CLayouts.*;
 import static java.lang.foreign.FunctionDescriptor.of;
 
 import java.lang.foreign.Linker;
@@ -14,7 +14,6 @@ import java.lang.invoke.MethodHandle;
  * on completion-channel, async-event and rdma_cm fds, and {@code fcntl} to make them non-blocking.
  */
 public final class LibC {
-    private static final NativeLibraries.Loaded LIB = NativeLibraries.libc();
 
     /** {@code struct pollfd}. */
     public static final StructLayout POLLFD = struct("pollfd",
@@ -25,20 +24,20 @@ public final class LibC {
     public static final short POLLIN = 1, POLLERR = 8, POLLHUP = 16;
     private static final int F_GETFL = 3, F_SETFL = 4, O_NONBLOCK = 04000;
 
-    private static final MethodHandle POLL = Downcalls.withErrno(LIB, "poll", of(INT, PTR, U64, INT));
+    private static final MethodHandle POLL = NativeCalls.withErrno("poll", of(INT, PTR, U64, INT));
     private static final MethodHandle FCNTL = java.lang.foreign.Linker.nativeLinker().downcallHandle(
-            LIB.find("fcntl").orElseThrow(), of(INT, INT, INT, INT),
+            NativeCalls.symbol("fcntl"), of(INT, INT, INT, INT),
             Linker.Option.firstVariadicArg(2), Linker.Option.captureCallState("errno"));
 
-    private static final MethodHandle EVENTFD = Downcalls.withErrno(LIB, "eventfd", of(INT, U32, INT));
-    private static final MethodHandle READ = Downcalls.withErrno(LIB, "read", of(SSIZE_T, INT, PTR, SIZE_T));
-    private static final MethodHandle WRITE = Downcalls.withErrno(LIB, "write", of(SSIZE_T, INT, PTR, SIZE_T));
-    private static final MethodHandle CLOSE = Downcalls.withErrno(LIB, "close", of(INT, INT));
-    private static final MethodHandle SCHED_SETAFFINITY = Downcalls.withErrno(LIB, "sched_setaffinity", of(INT, INT, SIZE_T, PTR));
-    private static final MethodHandle GETTID = Downcalls.withErrno(LIB, "gettid", of(INT));
-    private static final MethodHandle GETRLIMIT = Downcalls.withErrno(LIB, "getrlimit", of(INT, INT, PTR));
-    private static final MethodHandle MMAP = Downcalls.withErrno(LIB, "mmap", of(PTR, PTR, SIZE_T, INT, INT, INT, U64));
-    private static final MethodHandle MUNMAP = Downcalls.withErrno(LIB, "munmap", of(INT, PTR, SIZE_T));
+    private static final MethodHandle EVENTFD = NativeCalls.withErrno("eventfd", of(INT, U32, INT));
+    private static final MethodHandle READ = NativeCalls.withErrno("read", of(SSIZE_T, INT, PTR, SIZE_T));
+    private static final MethodHandle WRITE = NativeCalls.withErrno("write", of(SSIZE_T, INT, PTR, SIZE_T));
+    private static final MethodHandle CLOSE = NativeCalls.withErrno("close", of(INT, INT));
+    private static final MethodHandle SCHED_SETAFFINITY = NativeCalls.withErrno("sched_setaffinity", of(INT, INT, SIZE_T, PTR));
+    private static final MethodHandle GETTID = NativeCalls.withErrno("gettid", of(INT));
+    private static final MethodHandle GETRLIMIT = NativeCalls.withErrno("getrlimit", of(INT, INT, PTR));
+    private static final MethodHandle MMAP = NativeCalls.withErrno("mmap", of(PTR, PTR, SIZE_T, INT, INT, INT, U64));
+    private static final MethodHandle MUNMAP = NativeCalls.withErrno("munmap", of(INT, PTR, SIZE_T));
     private static final int PROT_READ = 1, PROT_WRITE = 2, MAP_PRIVATE = 2, MAP_ANONYMOUS = 0x20, MAP_HUGETLB = 0x40000;
     private static final int RLIMIT_MEMLOCK = 8;
     private static final int EFD_NONBLOCK = 04000, EFD_CLOEXEC = 02000000;
