@@ -179,7 +179,7 @@ final class TcpQueuePair implements QueuePair {
     private TcpMemoryRegistration payloadRegistration;   // entered while payload is placed
     private volatile long rnrSince;     // when the first parked SEND began waiting for a receive; 0: not waiting
     private boolean refusing;           // we NAKed a request: apply nothing more from the peer
-    private long lastRequestSeq;        // the peer's requests applied so far
+    private long lastRequestSeq;        // the peer's requests received so far (applied or parked)
     private long ackWanted;             // the highest request of the peer's that asked for an ACK
     private volatile long ackReady;     // ackWanted, published for posting threads
     private volatile long ackSentTx;    // the highest ACK sent, piggybacked or not; written under txLock
@@ -885,9 +885,12 @@ final class TcpQueuePair implements QueuePair {
             malformed("a " + typeName(fType) + " frame claims " + fLength + " payload bytes");
             return;
         }
-        if (fType < ACK && fSeq != lastRequestSeq + 1) {
-            malformed("request " + fSeq + " arrived after request " + lastRequestSeq + " (out of order)");
-            return;
+        if (fType < ACK) {
+            if (fSeq != lastRequestSeq + 1) {
+                malformed("request " + fSeq + " arrived after request " + lastRequestSeq + " (out of order)");
+                return;
+            }
+            lastRequestSeq = fSeq;   // received: counted here, whether it is applied now or parked
         }
         if ((fFlags & FLAG_ACK_PIGGYBACK) != 0 && fType != COMPARE_SWAP) {
             retire(fSwap, true);
@@ -991,7 +994,6 @@ final class TcpQueuePair implements QueuePair {
         }
         switch (fType) {
             case SEND -> {
-                lastRequestSeq = fSeq;
                 if (refusing) {
                     payloadLeft = fLength;
                     return true;
@@ -999,7 +1001,6 @@ final class TcpQueuePair implements QueuePair {
                 return takeReceive(false);
             }
             case WRITE -> {
-                lastRequestSeq = fSeq;
                 if (refusing) {
                     payloadLeft = fLength;
                     return true;
@@ -1027,21 +1028,18 @@ final class TcpQueuePair implements QueuePair {
                 return true;
             }
             case READ_REQUEST -> {
-                lastRequestSeq = fSeq;
                 if (!refusing) {
                     respondToRead();
                 }
                 return true;
             }
             case COMPARE_SWAP, FETCH_ADD -> {
-                lastRequestSeq = fSeq;
                 if (!refusing) {
                     respondToAtomic();
                 }
                 return true;
             }
             case FLUSH -> {
-                lastRequestSeq = fSeq;
                 if (!refusing) {
                     applyFlush();
                 }
