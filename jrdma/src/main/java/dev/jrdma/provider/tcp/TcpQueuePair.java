@@ -1263,6 +1263,10 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
+    /** MAP_REQUESTs for keys that name no memory a connection may make before it is ended as a key search. */
+    static final int MAX_UNKNOWN_KEY_MAP_REQUESTS = 16;
+    private int unknownKeyMapRequests;
+
     /** Queue pairs that started in ring mode, in this process (for tests and diagnostics). */
     static final java.util.concurrent.atomic.AtomicLong RING_CONNECTIONS = new java.util.concurrent.atomic.AtomicLong();
 
@@ -1273,6 +1277,12 @@ final class TcpQueuePair implements QueuePair {
     private void answerMap() {
         TcpSameHost support = sameHost;
         TcpMemoryRegistration r = registrations.lookup(fRkey);
+        if (r == null && ++unknownKeyMapRequests > MAX_UNKNOWN_KEY_MAP_REQUESTS) {
+            // An honest peer asks only for keys it was given: one that was closed since fails
+            // the operation behind it, and the connection with it. Many are a search for keys.
+            malformed(unknownKeyMapRequests + " MAP_REQUESTs named keys that name no memory (probing for keys)");
+            return;
+        }
         // Memory registered for local access only (the pool's chunks) is never mapped by a peer.
         long[] where = support == null || r == null
                 || (r.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) == 0

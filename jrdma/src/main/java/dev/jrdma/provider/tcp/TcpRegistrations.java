@@ -7,22 +7,21 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
- * The registrations of one tcp device, by key. A key is an index into this table (low 20
- * bits) and a generation (high 12 bits) that changes each time the index is reused, so a key
- * of a closed registration does not name its successor. Lookups are lock-free (the progress
+ * The registrations of one tcp device, by key. Keys come from {@link TcpMemoryKeys}: a secret
+ * permutation of (generation, slot), so they are not guessable and a closed one never names
+ * memory again; the slot is an index into this table. Lookups are lock-free (the progress
  * threads); registering and closing are serialised here.
  */
 final class TcpRegistrations {
-    static final int INDEX_BITS = 20;
-    private static final int INDEX_MASK = (1 << INDEX_BITS) - 1;
     /** About a million registrations at once: far more than a pool needs (it registers chunks). */
-    private static final int CAPACITY = 1 << INDEX_BITS;
+    private static final int CAPACITY = 1 << TcpMemoryKeys.SLOT_BITS;
 
     private final AtomicReferenceArray<TcpMemoryRegistration> table = new AtomicReferenceArray<>(CAPACITY);
     private final int[] generation = new int[CAPACITY];
     private final int[] free = new int[CAPACITY];
     private int freeTop;
-    private int nextFresh = 1;   // index 0 unused: key 0 never names memory
+    private int nextFresh = 0;
+    private final TcpMemoryKeys keys = new TcpMemoryKeys();
     /** Queue pairs with a same-host peer: they copy to and from registered memory on posting threads. */
     private final java.util.concurrent.CopyOnWriteArrayList<TcpQueuePair> directUsers =
             new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -49,32 +48,46 @@ final class TcpRegistrations {
 
     synchronized TcpMemoryRegistration register(MemorySegment memory, int access) {
         int index;
-        if (freeTop > 0) {
-            index = free[--freeTop];
-        } else if (nextFresh < CAPACITY) {
-            index = nextFresh++;
-        } else {
-            throw new RdmaException("tcp: " + (CAPACITY - 1)
-                    + " memory registrations exist already; close some (or use the pool, which registers large chunks)");
-        }
-        int key = (generation[index] << INDEX_BITS) | index;
+        int key;
+        do {
+            if (freeTop > 0) {
+                index = free[--freeTop];
+            } else if (nextFresh < CAPACITY) {
+                index = nextFresh++;
+            } else {
+                throw new RdmaException("tcp: " + CAPACITY + " memory registrations exist already, or every key of"
+                        + " theirs was used once (keys are never reused); close some, or use the pool, which registers"
+                        + " large chunks");
+            }
+            key = keys.key(index, generation[index]);
+            if (key == 0) {
+                retire(index);   // key 0 never names memory (a request without a buffer carries it)
+                index = -1;
+            }
+        } while (index < 0);
         TcpMemoryRegistration r = new TcpMemoryRegistration(this, memory, key, access);
         table.set(index, r);
         return r;
     }
 
     synchronized void remove(TcpMemoryRegistration r) {
-        int index = r.lkey() & INDEX_MASK;
+        int index = keys.slotOf(r.lkey());
         if (table.get(index) == r) {
             table.set(index, null);
-            generation[index] = (generation[index] + 1) & ((1 << (32 - INDEX_BITS)) - 1);
+            retire(index);
+        }
+    }
+
+    /** The slot's current key is used up: the slot comes back with the next generation, or never. */
+    private void retire(int index) {
+        if (++generation[index] < TcpMemoryKeys.GENERATIONS) {
             free[freeTop++] = index;
         }
     }
 
     /** The open registration with {@code key}, or null. */
     TcpMemoryRegistration lookup(int key) {
-        TcpMemoryRegistration r = table.get(key & INDEX_MASK);
+        TcpMemoryRegistration r = table.get(keys.slotOf(key));
         return r != null && r.lkey() == key && !r.isClosed() ? r : null;
     }
 
