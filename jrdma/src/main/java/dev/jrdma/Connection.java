@@ -161,6 +161,16 @@ public final class Connection implements AutoCloseable {
         public void arm() {
             cq.arm();
         }
+
+        @Override
+        public void failed(Throwable t) {
+            polling = false;
+            if (!tearingDown) {
+                deviceFailed("internal error on the IO thread: " + t);
+                startTeardown(new ConnectionClosedException("the connection to " + remoteAddress
+                        + " failed on its IO thread: " + t, t));
+            }
+        }
     };
 
     Connection(Rdma rdma, IoThread io, ConnectionConfig config, InetSocketAddress remoteAddress, RdmaServer server) {

@@ -33,6 +33,10 @@ public final class IoThread implements AutoCloseable {
         /** Before the thread sleeps (EVENT/ADAPTIVE): ask for an event at the next completion. */
         default void arm() {
         }
+
+        /** {@link #poll} threw {@code t}: end what this source serves (the IO thread goes on). */
+        default void failed(Throwable t) {
+        }
     }
 
     /**
@@ -295,7 +299,7 @@ public final class IoThread implements AutoCloseable {
             while (running) {
                 int work = runTasks();
                 for (int i = 0; i < sources.size(); i++) {
-                    work += sources.get(i).poll();
+                    work += pollBarrier(sources.get(i));
                 }
                 if (work > 0) {
                     idlePasses = 0;
@@ -332,6 +336,35 @@ public final class IoThread implements AutoCloseable {
         }
     }
 
+    /**
+     * Polls a source behind the exception barrier: a throwable fails that source (it ends its
+     * connection, see {@link Source#failed}) and is logged, and the thread goes on with the
+     * others. Logged at 1, 2, 4, 8... failures, so a source that keeps failing cannot flood the log.
+     */
+    private int pollBarrier(Source source) {
+        try {
+            return source.poll();
+        } catch (Throwable t) {
+            sourceFailed(source, t);
+            return 0;
+        }
+    }
+
+    private void sourceFailed(Source source, Throwable t) {
+        long n = ++sourceFailures;
+        try {
+            source.failed(t);
+        } catch (Throwable again) {
+            t.addSuppressed(again);
+        }
+        if ((n & (n - 1)) == 0) {
+            System.getLogger("dev.jrdma").log(System.Logger.Level.ERROR, name + ": a source failed (" + n
+                    + " so far); the thread goes on", t);
+        }
+    }
+
+    private long sourceFailures;
+
     private int runTasks() {
         int n = 0;
         Runnable r;
@@ -349,13 +382,18 @@ public final class IoThread implements AutoCloseable {
     /** Arms every source, looks once more (a completion may have come before the arm), then sleeps in poll(2). */
     private void sleep() {
         for (int i = 0; i < sources.size(); i++) {
-            sources.get(i).arm();
+            Source source = sources.get(i);
+            try {
+                source.arm();
+            } catch (Throwable t) {
+                sourceFailed(source, t);
+            }
         }
         sleeping = true;
         try {
             int again = tasks.isEmpty() ? 0 : 1;
             for (int i = 0; i < sources.size() && again == 0; i++) {
-                again += sources.get(i).poll();
+                again += pollBarrier(sources.get(i));
             }
             if (again > 0 || !running) {
                 return;

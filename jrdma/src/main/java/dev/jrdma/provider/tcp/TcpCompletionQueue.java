@@ -81,7 +81,14 @@ final class TcpCompletionQueue implements CompletionQueue {
     public int poll(CompletionSink sink, int max) {
         if (count == 0) {
             for (int i = 0, n = queuePairs.size(); i < n; i++) {
-                queuePairs.get(i).progress();
+                TcpQueuePair qp = queuePairs.get(i);
+                try {
+                    qp.progress();
+                } catch (Throwable t) {
+                    // The exception barrier: one connection's failure (a bug, or bytes of its peer's
+                    // that got past a check) costs that connection, never the IO thread or the others.
+                    qp.failInternally(t);
+                }
             }
         }
         int n = 0;

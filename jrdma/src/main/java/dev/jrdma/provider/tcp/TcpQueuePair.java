@@ -14,6 +14,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.util.function.Consumer;
 
 /**
  * A reliable connection over one TCP socket, with RC's semantics: requests are applied by the
@@ -29,10 +30,16 @@ import java.lang.invoke.VarHandle;
  * <p>A SEND that finds no receive posted is not dropped: it is parked, with every request of
  * the peer's after it, and replayed in order when a receive is posted, as an RC responder
  * keeps answering RNR; responses to this side's own requests go on being read meanwhile, so
- * they do not wait behind it (on verbs the two directions are independent too). Past
- * {@value #MAX_PARKED} parked bytes the stream is not read until some drain (TCP flow control
- * holds the peer). After the peer's RNR budget, {@code (rnrRetry + 1) x} {@value #RNR_TIMER_MS}
- * ms, the SEND is refused with {@code IBV_WC_RNR_RETRY_EXC_ERR}.
+ * they do not wait behind it (on verbs the two directions are independent too). Parking has a
+ * budget per connection, {@value #PARK_BUDGET} bytes, payloads and a fixed
+ * {@value #PARKED_FRAME_COST} bytes a frame counted: a frame that does not fit is not read
+ * (nothing is allocated for what it declares) and the stream stops there, until parked frames
+ * drain or a receive is posted; TCP flow control then holds the peer. Likewise the stream is
+ * not read while more than {@value #TX_BACKLOG_LIMIT} bytes of our answers wait for the peer to
+ * read them: a peer that stops reading stops being read. After the peer's RNR budget,
+ * {@code (rnrRetry + 1) x} {@value #RNR_TIMER_MS} ms without a receive for the SEND at the head,
+ * it is refused with {@code IBV_WC_RNR_RETRY_EXC_ERR}; the budget starts again for each SEND
+ * that finds no receive.
  */
 final class TcpQueuePair implements QueuePair {
     private static final System.Logger LOG = System.getLogger("dev.jrdma");
@@ -74,6 +81,7 @@ final class TcpQueuePair implements QueuePair {
     private volatile boolean inError;
     private volatile boolean closed;
     private boolean peerGoneReported;
+    private boolean failedInternally;
 
     // ---- send ring: requests posted and not completed. Posters (serialised by the caller) write
     // entries and then publish sqTail; the progress thread completes from sqHead. The entry of
@@ -156,12 +164,21 @@ final class TcpQueuePair implements QueuePair {
     private int rxStart, rxEnd;
     private boolean inFrame;            // a header was read; its payload may still be coming
     // Requests parked behind a SEND that found no receive (RNR), replayed in order.
-    static final long MAX_PARKED = 64L << 20;
+    static final long PARK_BUDGET = 8L << 20;
+    /** What a parked frame costs beyond its payload: its header and its record, rounded up. */
+    static final long PARKED_FRAME_COST = 128;
+    /** Our answers waiting for the peer to read them, beyond which its requests are not read. */
+    static final long TX_BACKLOG_LIMIT = 4L << 20;
     private final java.util.ArrayDeque<Parked> parked = new java.util.ArrayDeque<>();
     private long parkedBytes;
     private Parked parking;             // the request whose payload is being read into its parked buffer
     private boolean replaying;
-    private boolean parkStalled;        // over MAX_PARKED: the stream is not read until replay drains some
+    /**
+     * The current frame's header is read but the frame is not taken: parking it would exceed the
+     * budget, or too many answers wait to be sent. The stream is not read past it until it is.
+     */
+    private volatile boolean deferred;   // written by the progress thread; posters read it to set the socket's watch
+    private final Parked deferredFrame = new Parked();
 
     /** A request of the peer's, kept with its payload until it can be applied. */
     private static final class Parked {
@@ -634,7 +651,8 @@ final class TcpQueuePair implements QueuePair {
         }
         if (cq.channel != null && started && done == watchingOut) {
             watchingOut = !done;
-            cq.channel.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP | (watchingOut ? Sockets.EPOLLOUT : 0), false);
+            cq.channel.watch(fd, (deferred ? 0 : Sockets.EPOLLIN | Sockets.EPOLLRDHUP) | (watchingOut ? Sockets.EPOLLOUT : 0),
+                    false);
         }
     }
 
@@ -656,7 +674,7 @@ final class TcpQueuePair implements QueuePair {
         rqLength[i] = length;
         rqLkey[i] = lkey;
         rqTail = t;
-        if ((rnrSince != 0 || parkStalled) && cq.channel != null) {
+        if ((rnrSince != 0 || deferred) && cq.channel != null) {
             cq.channel.wake();   // a parked SEND may go now
         }
         return 0;
@@ -677,6 +695,14 @@ final class TcpQueuePair implements QueuePair {
 
     // ================================================================= progress (the IO thread)
 
+    /**
+     * Tests only: with {@code -Djrdma.faultInjection=true} (a constant, so the check costs nothing
+     * otherwise) this runs at the start of every progress pass, to throw where the exception
+     * barrier must hold.
+     */
+    static final boolean FAULT_INJECTION = Boolean.getBoolean("jrdma.faultInjection");
+    static volatile Consumer<TcpQueuePair> progressFault;
+
     /** Reads and applies what the socket has, sends what waits; on the thread polling the CQ. */
     void progress() {
         if (closed) {
@@ -684,6 +710,12 @@ final class TcpQueuePair implements QueuePair {
         }
         if (errorRequested && !inError) {
             enterError();
+        }
+        if (failedInternally) {
+            return;   // what threw is not tried again; the owner closes the connection
+        }
+        if (FAULT_INJECTION && progressFault != null) {
+            progressFault.accept(this);
         }
         if (!started) {
             return;
@@ -740,17 +772,13 @@ final class TcpQueuePair implements QueuePair {
     }
 
     private void receive() {
+        if (deferred && !retryDeferred()) {
+            return;
+        }
         if (!inFrame && !parked.isEmpty()) {
             replayParked();
         }
-        for (int reads = 0; reads < READS_PER_PROGRESS && !peerGoneReported; ) {
-            if (!inFrame && parkedBytes > MAX_PARKED) {
-                if (!parkStalled) {
-                    parkStalled = true;
-                    watchIn(false);   // a receive posted wakes the thread (postRecv)
-                }
-                return;
-            }
+        for (int reads = 0; reads < READS_PER_PROGRESS && !peerGoneReported && !deferred; ) {
             if (inFrame) {
                 int buffered = rxEnd - rxStart;
                 if (buffered > 0) {
@@ -827,7 +855,6 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
-    /** In ring mode the socket carries only doorbells and the end: drain them, and see whether the peer is gone. */
     /** Ring mode: reads doorbell bytes; true when there were some (more may wait). */
     private boolean drainSocket() {
         long n = Sockets.recv(fd, doorbells.address(), doorbells.byteSize());
@@ -898,19 +925,84 @@ final class TcpQueuePair implements QueuePair {
                 return;
             }
         }
+        if (fType < ACK && !refusing && tx.backlogBytes() > TX_BACKLOG_LIMIT) {
+            defer();   // the peer is not reading our answers: read no more of its requests
+            return;
+        }
+        dispatch();
+    }
+
+    /** Takes the current frame: parks it behind parked ones, or applies it (or starts its payload). */
+    private void dispatch() {
         if (fType < ACK && !parked.isEmpty() && !refusing) {
-            park();   // requests after a parked one wait behind it, in order
+            if (!park()) {
+                return;   // requests after a parked one wait behind it, in order; no room: deferred
+            }
         } else if (!continueFrame()) {
-            return;   // the connection ended (protocol error, the peer gone)
+            return;   // the connection ended (protocol error, the peer gone), or the frame was deferred
         }
         if (payloadLeft == 0) {
             endPayload();
         }
     }
 
-    /** Parks the current request: its payload goes into a buffer of its own, and it is applied later, in order. */
-    private void park() {
+    /** The current frame waits, unread past its header, and so does the stream (see {@link #deferred}). */
+    private void defer() {
+        if (!deferred) {
+            deferred = true;
+            save(deferredFrame);   // replaying parked frames meanwhile reuses the current-frame fields
+            if (!ringMode) {
+                watchIn(false);   // a receive posted (postRecv) or the socket taking our answers wakes the thread
+            }
+        }
+    }
+
+    /** Tries the deferred frame again; true when it was taken and the stream may be read on. */
+    private boolean retryDeferred() {
+        if (!parked.isEmpty()) {
+            replayParked();
+        }
+        if (peerGoneReported || (tx.backlogBytes() > TX_BACKLOG_LIMIT && !refusing)) {
+            return false;
+        }
+        deferred = false;
+        load(deferredFrame);
+        dispatch();
+        if (deferred) {
+            return false;
+        }
+        if (!ringMode && !peerGoneReported) {
+            watchIn(true);
+        }
+        return true;
+    }
+
+    /**
+     * Parks the current request: its payload goes into a buffer of its own, and it is applied
+     * later, in order. False when that would exceed {@link #PARK_BUDGET}: then nothing is
+     * allocated and the frame is {@link #defer deferred}.
+     */
+    private boolean park() {
+        long cost = PARKED_FRAME_COST + fLength;
+        if (parkedBytes + cost > PARK_BUDGET) {
+            defer();
+            return false;
+        }
         Parked p = new Parked();
+        save(p);
+        if (fLength > 0) {
+            p.arena = Arena.ofShared();
+            p.payload = p.arena.allocate(fLength, 8);
+            payloadDest = p.payload.address();
+        }
+        payloadLeft = fLength;
+        parkedBytes += cost;
+        parking = p;
+        return true;
+    }
+
+    /** Keeps the current frame's header in {@code p}. */
+    private void save(Parked p) {
         p.type = fType;
         p.flags = fFlags;
         p.status = fStatus;
@@ -921,34 +1013,31 @@ final class TcpQueuePair implements QueuePair {
         p.addr = fAddr;
         p.compareAdd = fCompareAdd;
         p.swap = fSwap;
-        if (fLength > 0) {
-            p.arena = Arena.ofShared();
-            p.payload = p.arena.allocate(fLength, 8);
-            payloadDest = p.payload.address();
-        }
-        payloadLeft = fLength;
-        parkedBytes += fLength;
-        parking = p;
+    }
+
+    /** Makes the header kept in {@code p} the current frame, its payload not started. */
+    private void load(Parked p) {
+        fType = p.type;
+        fFlags = p.flags;
+        fStatus = p.status;
+        fLength = p.length;
+        fRkey = p.rkey;
+        fImm = p.imm;
+        fSeq = p.seq;
+        fAddr = p.addr;
+        fCompareAdd = p.compareAdd;
+        fSwap = p.swap;
+        inFrame = true;
+        payloadDest = 0;
+        payloadLeft = 0;
+        payloadRegistration = null;
     }
 
     /** Applies parked requests in order, as far as receives are posted for the SENDs among them. */
     private void replayParked() {
         while (!parked.isEmpty() && !peerGoneReported) {
             Parked p = parked.peekFirst();
-            fType = p.type;
-            fFlags = p.flags;
-            fStatus = p.status;
-            fLength = p.length;
-            fRkey = p.rkey;
-            fImm = p.imm;
-            fSeq = p.seq;
-            fAddr = p.addr;
-            fCompareAdd = p.compareAdd;
-            fSwap = p.swap;
-            inFrame = true;
-            payloadDest = 0;
-            payloadLeft = 0;
-            payloadRegistration = null;
+            load(p);
             replaying = true;
             boolean go;
             try {
@@ -961,7 +1050,8 @@ final class TcpQueuePair implements QueuePair {
                 return;   // still no receive for it (within the RNR budget)
             }
             parked.pollFirst();
-            parkedBytes -= p.length;
+            parkedBytes -= PARKED_FRAME_COST + p.length;
+            rnrSince = 0;   // the head went: the next SEND that finds no receive has a budget of its own
             if (payloadLeft > 0) {
                 place(p.payload.address(), (int) payloadLeft);   // ends the frame
             } else {
@@ -970,13 +1060,6 @@ final class TcpQueuePair implements QueuePair {
             if (p.arena != null) {
                 p.arena.close();
             }
-        }
-        if (parked.isEmpty()) {
-            rnrSince = 0;
-        }
-        if (parkStalled && parkedBytes <= MAX_PARKED) {
-            parkStalled = false;
-            watchIn(true);
         }
     }
 
@@ -1185,14 +1268,15 @@ final class TcpQueuePair implements QueuePair {
     private boolean takeReceive(boolean forImm) {
         if (rqHead == rqTail) {
             long now = System.nanoTime();
-            if (!replaying) {
-                // Park it (and, in order, every request after it) and go on reading the stream.
+            if (rnrSince == 0) {
                 rnrSince = now;
-                park();
+            }
+            if (!replaying && parked.isEmpty() && park()) {
+                // Parked (and, in order, every request after it): the stream is read on.
                 return true;
             }
             if (now - rnrSince < rnrBudgetNanos) {
-                return false;
+                return false;   // waits at the head of the parked ones, or deferred
             }
             rnrSince = 0;
             refuse(WorkCompletion.RNR_RETRY_EXC_ERR, forImm ? "WRITE_WITH_IMM" : "SEND",
@@ -1615,6 +1699,27 @@ final class TcpQueuePair implements QueuePair {
         }
         releaseAwaitingUnmap();
         events.peerGone(reason);
+    }
+
+    /**
+     * Progress threw: this connection ends as if its peer broke the protocol (nothing more of it
+     * is applied; its operations complete flushed, with the cause), and the thread goes on.
+     */
+    void failInternally(Throwable t) {
+        if (failedInternally) {
+            return;
+        }
+        failedInternally = true;   // progress does nothing more: what threw is not tried again
+        LOG.log(System.Logger.Level.ERROR, "tcp QP " + qpNum + ": failed on the IO thread; only this connection ends", t);
+        try {
+            if (payloadRegistration != null) {
+                payloadRegistration.exit();
+                payloadRegistration = null;
+            }
+            Sockets.shutdown(fd, Sockets.SHUT_RDWR);
+        } finally {
+            gone("internal error: " + t);
+        }
     }
 
     /** The peer broke the protocol: the connection ends, nothing of it is applied. */

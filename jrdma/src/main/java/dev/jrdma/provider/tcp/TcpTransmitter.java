@@ -111,6 +111,11 @@ final class TcpTransmitter implements AutoCloseable {
         return backlogStart == backlogEnd && iovCount == 0;
     }
 
+    /** Bytes the socket (or ring) has not taken yet, kept in the backlog. */
+    long backlogBytes() {
+        return backlogEnd - backlogStart;
+    }
+
     int failedErrno() {
         return failed;
     }

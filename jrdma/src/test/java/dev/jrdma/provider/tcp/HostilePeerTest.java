@@ -1,0 +1,264 @@
+package dev.jrdma.provider.tcp;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.jrdma.Connection;
+import dev.jrdma.ConnectionState;
+import dev.jrdma.LocalRegion;
+import dev.jrdma.Rdma;
+import dev.jrdma.RemoteRegion;
+import dev.jrdma.spi.WorkCompletion;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Resource attacks from a peer that speaks the wire protocol ({@link RawPeer}) against a server
+ * in a JVM of its own ({@link HostileTargetMain}, fixed pre-touched heap, so its RSS growth is
+ * the native memory the attack cost it). Each case passes when the server's RSS grows by at most
+ * {@value #RSS_BOUND_MIB} MiB (64 MiB plus the per-connection budgets:
+ * {@link TcpQueuePair#PARK_BUDGET} of parked requests, TX_BACKLOG_LIMIT of
+ * answers plus one READ response), an honest control connection to the same server keeps its
+ * p99 round trip under 10 ms throughout, and the server's IO thread lives (the control
+ * connection is still ESTABLISHED at the end). Run on tcp and on shm (whose server takes a
+ * peer of another host, as this one claims to be, on the tcp path).
+ */
+class HostilePeerTest {
+    private static final int DEPTH = 4;
+    private static final long RSS_BOUND_MIB = 64 + 8 + 4 + 16;
+
+    /** 0.1: the server allocated the 2 GiB a parked SEND declared (1.8 GiB RSS in 0.9 s, then OOM). */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    @Timeout(120)
+    void aTwoGigabyteDeclaredSendIsNeverAllocated(String provider) throws Exception {
+        underAttack(provider, true, (target, p, before) -> {
+            // A SEND that finds no receive, declaring 2 GiB - 1 that never come.
+            p.writeFully(p.request(TcpFrameDescriptor.SEND, 0, Integer.MAX_VALUE, 0, 0, 0, 0, 0), 5_000);
+            // Refused once the RNR budget ((6 + 1) x 100 ms) runs out: never applied, never allocated.
+            ByteBuffer nak = p.awaitFrame(TcpFrameDescriptor.NAK, 5_000);
+            assertNotNull(nak, "the server closed instead of refusing with RNR_RETRY_EXC_ERR");
+            assertEquals(WorkCompletion.RNR_RETRY_EXC_ERR, Short.toUnsignedInt(nak.getShort(2)),
+                    WorkCompletion.statusName(Short.toUnsignedInt(nak.getShort(2))));
+            assertRssGrowth(target.rssKib() - before, "after the refusal");
+        });
+    }
+
+    /** 0.1: every header parked behind a waiting SEND cost memory, without bound. */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    @Timeout(120)
+    void aMillionHeadersBehindAWaitingSendAreHeldBackByTheParkBudget(String provider) throws Exception {
+        underAttack(provider, true, (target, p, before) -> {
+            p.writeFully(p.request(TcpFrameDescriptor.SEND, 0, 16, 0, 0, 0, 0, 0), 5_000);
+            p.writeFully(ByteBuffer.allocate(16), 5_000);
+            // Header-only WRITEs (no payload, no key needed), 1024 to a write, until the server
+            // stops reading (backpressure) or all 10^6 went; bounded by 20 s.
+            int frames = 0;
+            ByteBuffer chunk = ByteBuffer.allocate(1024 * TcpFrameDescriptor.HEADER_SIZE);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            boolean blocked = false;
+            while (frames < 1_000_000 && !blocked && System.nanoTime() < deadline) {
+                chunk.clear();
+                for (int i = 0; i < 1024; i++) {
+                    chunk.put(p.request(TcpFrameDescriptor.WRITE, 0, 0, 0, 0, 0, 0, 0));
+                }
+                chunk.flip();
+                blocked = !p.writeFully(chunk, 2_000);
+                frames += 1024;
+            }
+            System.out.println("HostilePeerTest " + provider + ": " + frames + " header frames written, "
+                    + (blocked ? "then the server stopped reading" : "all taken"));
+            assertRssGrowth(target.rssKib() - before, "after " + frames + " headers");
+        });
+    }
+
+    /** 0.1: 64 reads of 16 MiB from a peer that never reads the answers took the server from 106 MiB to 2.2 GiB. */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    @Timeout(120)
+    void aReadFloodFromAPeerThatNeverReadsIsHeldBack(String provider) throws Exception {
+        underAttack(provider, false, (target, p, before) -> {
+            RemoteRegion exposed = RemoteRegion.fromDescriptor(p.serverData());
+            ByteBuffer reads = ByteBuffer.allocate(64 * TcpFrameDescriptor.HEADER_SIZE);
+            for (int i = 0; i < 64; i++) {
+                reads.put(p.request(TcpFrameDescriptor.READ_REQUEST, 0, 0, exposed.address(), exposed.rkey(), 0,
+                        HostileTargetMain.EXPOSED, 0));
+            }
+            reads.flip();
+            p.writeFully(reads, 5_000);
+            // The server answers as far as we read (we do not), then reads no more of ours.
+            long peak = 0;
+            for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(3); System.nanoTime() < end; ) {
+                peak = Math.max(peak, target.rssKib());
+                Thread.onSpinWait();
+            }
+            assertRssGrowth(peak - before, "at its peak while its answers were not read");
+        });
+    }
+
+    /** What an attack does, given the target, the attacker's connection and the target's RSS before. */
+    private interface Attack {
+        void run(Target target, RawPeer attacker, long rssBeforeKib) throws Exception;
+    }
+
+    /**
+     * Starts the target and a control connection, connects the attacker (and uses up the target's
+     * receives when {@code fillReceives}), runs the attack while the control connection measures,
+     * then checks the control connection.
+     */
+    private static void underAttack(String provider, boolean fillReceives, Attack attack) throws Exception {
+        try (Target target = Target.start(provider); Control control = new Control(target.address);
+             RawPeer p = RawPeer.connect(target.address)) {
+            if (fillReceives) {
+                fillReceives(p);
+            }
+            long before = target.rssKib();
+            control.start();
+            try {
+                attack.run(target, p, before);
+            } finally {
+                control.stop();
+            }
+            control.assertHealthy();
+        }
+    }
+
+    /** Sends {@link #DEPTH} small SENDs: the target takes no message, so its receives are all used. */
+    private static void fillReceives(RawPeer p) throws IOException {
+        for (int i = 0; i < DEPTH; i++) {
+            p.writeFully(p.request(TcpFrameDescriptor.SEND, 0, 8, 0, 0, 0, 0, 0), 5_000);
+            p.writeFully(ByteBuffer.allocate(8), 5_000);
+        }
+    }
+
+    private static void assertRssGrowth(long grownKib, String when) {
+        assertTrue(grownKib <= RSS_BOUND_MIB * 1024, "the server's RSS grew by " + grownKib / 1024 + " MiB " + when
+                + " (bound " + RSS_BOUND_MIB + " MiB)");
+    }
+
+    /** The server, in its own JVM. */
+    static final class Target implements AutoCloseable {
+        final Process process;
+        final InetSocketAddress address;
+
+        private Target(Process process, InetSocketAddress address) {
+            this.process = process;
+            this.address = address;
+        }
+
+        static Target start(String provider) throws IOException {
+            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+            Process p = new ProcessBuilder(java, "-Xms64m", "-Xmx64m", "-XX:+AlwaysPreTouch", "-XX:+UseSerialGC",
+                    "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                    HostileTargetMain.class.getName(), provider, String.valueOf(DEPTH))
+                    .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+            String line = out.readLine();
+            if (line == null || !line.startsWith("ready ")) {
+                p.destroyForcibly();
+                throw new IOException("the target did not start: " + line);
+            }
+            return new Target(p, new InetSocketAddress(InetAddress.getLoopbackAddress(),
+                    Integer.parseInt(line.substring(6).trim())));
+        }
+
+        long rssKib() throws IOException {
+            for (String l : Files.readAllLines(Path.of("/proc/" + process.pid() + "/status"))) {
+                if (l.startsWith("VmRSS:")) {
+                    return Long.parseLong(l.replaceAll("[^0-9]", ""));
+                }
+            }
+            throw new IOException("no VmRSS for the target");
+        }
+
+        @Override
+        public void close() throws IOException, InterruptedException {
+            process.getOutputStream().close();
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                throw new AssertionError("the target did not end within 10 s of being told to");
+            }
+        }
+    }
+
+    /**
+     * An honest connection to the target that reads 8 bytes of the exposed region in a loop while
+     * an attack runs, keeping the round trips (bounded: 60 s, 10^6 reads).
+     */
+    static final class Control implements AutoCloseable {
+        private final Rdma rdma = Rdma.builder().provider("tcp").build();
+        private final Connection connection;
+        private final RemoteRegion word;
+        private final LocalRegion into;
+        private final AtomicBoolean running = new AtomicBoolean();
+        private Thread thread;
+        private long[] rtt = new long[1 << 20];
+        private int count;
+        private volatile Throwable failure;
+
+        Control(InetSocketAddress server) {
+            connection = rdma.connect(server);
+            word = RemoteRegion.fromDescriptor(connection.peerPrivateData()).slice(0, 8);
+            into = rdma.allocate(8);
+            for (int i = 0; i < 2000; i++) {
+                connection.readSync(word, into);   // warm: the figures are of the attack, not the JIT
+            }
+        }
+
+        void start() {
+            running.set(true);
+            thread = Thread.ofPlatform().name("control").start(() -> {
+                long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                try {
+                    while (running.get() && count < rtt.length && System.nanoTime() < end) {
+                        long t0 = System.nanoTime();
+                        connection.readSync(word, into);
+                        rtt[count++] = System.nanoTime() - t0;
+                    }
+                } catch (Throwable t) {
+                    failure = t;
+                }
+            });
+        }
+
+        void stop() throws InterruptedException {
+            running.set(false);
+            thread.join();
+        }
+
+        void assertHealthy() {
+            assertEquals(null, failure, "the control connection failed during the attack");
+            assertTrue(count >= 10, "the control connection made only " + count + " round trips");
+            long[] sorted = Arrays.copyOf(rtt, count);
+            Arrays.sort(sorted);
+            long p99 = sorted[(int) (count * 0.99)];
+            assertTrue(p99 < TimeUnit.MILLISECONDS.toNanos(10), "control p99 round trip " + p99 / 1000 + " us over "
+                    + count + " reads during the attack");
+            assertEquals(ConnectionState.ESTABLISHED, connection.state(), "the server's IO thread serves it still");
+        }
+
+        @Override
+        public void close() {
+            into.close();
+            connection.close();
+            rdma.close();
+        }
+    }
+}

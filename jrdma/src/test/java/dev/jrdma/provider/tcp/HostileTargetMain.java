@@ -1,0 +1,41 @@
+package dev.jrdma.provider.tcp;
+
+import dev.jrdma.ConnectionConfig;
+import dev.jrdma.LocalRegion;
+import dev.jrdma.Rdma;
+import dev.jrdma.RdmaServer;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The victim of {@link HostilePeerTest}, in a JVM of its own so that its resident memory can be
+ * measured apart from the attacker's (the test runs it with a fixed, pre-touched heap: what its
+ * RSS gains is native memory). {@code PROVIDER RECEIVE_DEPTH}: listens on loopback with that
+ * receive depth, exposes a 16 MiB region (all access) in its private data, never takes a message
+ * (so receives run out), prints "ready PORT", and ends when its standard input closes.
+ */
+public final class HostileTargetMain {
+    static final int EXPOSED = 16 << 20;
+
+    private HostileTargetMain() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        String provider = args[0];
+        int depth = Integer.parseInt(args[1]);
+        try (Rdma rdma = Rdma.builder().provider(provider).build(); LocalRegion region = rdma.allocate(EXPOSED)) {
+            ConnectionConfig config = ConnectionConfig.builder().receiveQueueDepth(depth).receiveBufferSize(4096)
+                    .privateData(region.toRemote().toDescriptor()).build();
+            try (RdmaServer s = rdma.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), config, c -> { })) {
+                System.out.println("ready " + s.address().getPort());
+                System.out.flush();
+                // Stays up until the test closes our standard input (or dies: then so does the pipe).
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+            }
+        }
+    }
+}
