@@ -28,7 +28,8 @@ public final class Errno {
             FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
 
     public static final int EPERM = 1, ENOENT = 2, EINTR = 4, EIO = 5, EBADF = 9, EAGAIN = 11, ENOMEM = 12,
-            EACCES = 13, EFAULT = 14, EBUSY = 16, EEXIST = 17, ENODEV = 19, EINVAL = 22, ENOSPC = 28,
+            EACCES = 13, EFAULT = 14, EBUSY = 16, EEXIST = 17, ENODEV = 19, EINVAL = 22, ENFILE = 23, EMFILE = 24,
+            ENOSPC = 28,
             ENOSYS = 38, ENODATA = 61, ETIME = 62, EPROTO = 71, EOPNOTSUPP = 95, EADDRINUSE = 98,
             EADDRNOTAVAIL = 99, ENETUNREACH = 101, ECONNABORTED = 103, ECONNRESET = 104, ENOBUFS = 105,
             ETIMEDOUT = 110, ECONNREFUSED = 111, EHOSTUNREACH = 113, EALREADY = 114, EINPROGRESS = 115;
@@ -38,7 +39,8 @@ public final class Errno {
             Map.entry(EIO, "EIO"), Map.entry(EBADF, "EBADF"), Map.entry(EAGAIN, "EAGAIN"),
             Map.entry(ENOMEM, "ENOMEM"), Map.entry(EACCES, "EACCES"), Map.entry(EFAULT, "EFAULT"),
             Map.entry(EBUSY, "EBUSY"), Map.entry(EEXIST, "EEXIST"), Map.entry(ENODEV, "ENODEV"),
-            Map.entry(EINVAL, "EINVAL"), Map.entry(ENOSPC, "ENOSPC"), Map.entry(ENOSYS, "ENOSYS"),
+            Map.entry(EINVAL, "EINVAL"), Map.entry(ENFILE, "ENFILE"), Map.entry(EMFILE, "EMFILE"),
+            Map.entry(ENOSPC, "ENOSPC"), Map.entry(ENOSYS, "ENOSYS"),
             Map.entry(ENODATA, "ENODATA"), Map.entry(ETIME, "ETIME"), Map.entry(EPROTO, "EPROTO"),
             Map.entry(EOPNOTSUPP, "EOPNOTSUPP"), Map.entry(EADDRINUSE, "EADDRINUSE"),
             Map.entry(EADDRNOTAVAIL, "EADDRNOTAVAIL"), Map.entry(ENETUNREACH, "ENETUNREACH"),

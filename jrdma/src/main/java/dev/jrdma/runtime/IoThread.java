@@ -1,5 +1,6 @@
 package dev.jrdma.runtime;
 
+import dev.jrdma.spi.Log;
 import dev.jrdma.os.LibC;
 
 import java.lang.foreign.Arena;
@@ -358,8 +359,7 @@ public final class IoThread implements AutoCloseable {
             t.addSuppressed(again);
         }
         if ((n & (n - 1)) == 0) {
-            System.getLogger("dev.jrdma").log(System.Logger.Level.ERROR, name + ": a source failed (" + n
-                    + " so far); the thread goes on", t);
+            Log.quietly(System.Logger.Level.ERROR, name + ": a source failed (" + n + " so far); the thread goes on", t);
         }
     }
 
@@ -373,7 +373,7 @@ public final class IoThread implements AutoCloseable {
             try {
                 r.run();
             } catch (Throwable t) {
-                System.getLogger("dev.jrdma").log(System.Logger.Level.ERROR, name + ": a task failed", t);
+                Log.quietly(System.Logger.Level.ERROR, name + ": a task failed", t);
             }
         }
         return n;

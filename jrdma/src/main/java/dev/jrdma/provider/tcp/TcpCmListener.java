@@ -11,6 +11,9 @@ final class TcpCmListener implements CmListener {
     private final TcpConnectionManager manager;
     private final InetSocketAddress address;
     private boolean closed;
+    /** Accepting ran out of fds or memory: how long it waits now, and until when (the manager's thread). */
+    long acceptBackoffMs;
+    long resumeAt;
 
     TcpCmListener(TcpConnectionManager manager, int fd, InetSocketAddress address) {
         this.manager = manager;

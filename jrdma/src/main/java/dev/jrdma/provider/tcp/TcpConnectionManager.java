@@ -1,9 +1,11 @@
 package dev.jrdma.provider.tcp;
 
+import dev.jrdma.exceptions.NativeRdmaException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.os.Sockets;
 import dev.jrdma.os.Errno;
 import dev.jrdma.os.LibC;
+import dev.jrdma.spi.Log;
 import dev.jrdma.spi.PollThrottle;
 import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CmEventHandler;
@@ -43,6 +45,9 @@ final class TcpConnectionManager implements ConnectionManager {
     private final Map<Integer, Object> byFd = new HashMap<>();
     private final List<TcpCmEndpoint> handshaking = new ArrayList<>();
     private final ConcurrentLinkedQueue<TcpCmEndpoint> disconnects = new ConcurrentLinkedQueue<>();
+    /** Listeners not watched until their accept back-off ends; guarded by this. */
+    private final List<TcpCmListener> backingOff = new ArrayList<>();
+    static final long MAX_ACCEPT_BACKOFF_MS = 320;
     private volatile boolean closed;
     /** Looks at the sockets at most this often while nothing happens. */
     private static final long CHECK_NANOS = 20_000;
@@ -180,6 +185,9 @@ final class TcpConnectionManager implements ConnectionManager {
         if (!throttle.due()) {
             return 0;
         }
+        if (!backingOff.isEmpty()) {
+            resumeListeners();
+        }
         int n = Sockets.epollWait(epfd, events, MAX_EVENTS, 0);
         int handled = 0;
         for (int i = 0; i < n; i++) {
@@ -219,13 +227,13 @@ final class TcpConnectionManager implements ConnectionManager {
                 handled++;
             }
         }
-        throttle.looked(handled > 0 || !handshaking.isEmpty());
+        throttle.looked(handled > 0 || !handshaking.isEmpty() || !backingOff.isEmpty());
         return handled;
     }
 
     private int acceptAll(TcpCmListener l) {
         int count = 0;
-        for (int s; (s = Sockets.accept(l.fd)) >= 0; count++) {
+        for (int s; (s = acceptOrBackOff(l)) >= 0; count++) {
             try {
                 Sockets.setIntOption(s, Sockets.IPPROTO_TCP, Sockets.TCP_NODELAY, 1, "TCP_NODELAY");
                 TcpCmEndpoint e = new TcpCmEndpoint(this, s, l, Sockets.remoteAddress(s),
@@ -237,6 +245,60 @@ final class TcpConnectionManager implements ConnectionManager {
             }
         }
         return count;
+    }
+
+    /**
+     * The next connection waiting on {@code l}, or -1. Out of file descriptors (EMFILE, ENFILE)
+     * or kernel memory (ENOBUFS, ENOMEM), the connection stays in the kernel's backlog: the
+     * listener is not watched for a while (10 ms, doubling to {@value #MAX_ACCEPT_BACKOFF_MS}
+     * ms while it lasts) rather than failing this thread or spinning on a socket that stays
+     * readable, and is looked at again when the time is up ({@link #resumeListeners}).
+     */
+    private int acceptOrBackOff(TcpCmListener l) {
+        try {
+            int s = Sockets.accept(l.fd);
+            if (s >= 0) {
+                l.acceptBackoffMs = 0;
+            }
+            return s;
+        } catch (NativeRdmaException e) {
+            int errno = e.errno();
+            if (errno != Errno.EMFILE && errno != Errno.ENFILE && errno != Errno.ENOBUFS && errno != Errno.ENOMEM) {
+                throw e;
+            }
+            boolean first = l.acceptBackoffMs == 0;
+            l.acceptBackoffMs = Math.min(MAX_ACCEPT_BACKOFF_MS, Math.max(10, l.acceptBackoffMs * 2));
+            l.resumeAt = System.nanoTime() + l.acceptBackoffMs * 1_000_000L;
+            watch(l.fd, 0);
+            synchronized (this) {
+                backingOff.add(l);
+            }
+            if (first) {
+                Log.quietly(System.Logger.Level.WARNING, "tcp: cannot accept on " + l.address() + ": " + e.getMessage()
+                        + "; waiting connections stay in the backlog, and accepting is tried again as resources come"
+                        + " back", null);
+            }
+            return -1;
+        }
+    }
+
+    /** Watches again the listeners whose accept back-off is over; on the manager's thread. */
+    private int resumeListeners() {
+        long now = System.nanoTime();
+        int resumed = 0;
+        synchronized (this) {
+            for (var it = backingOff.iterator(); it.hasNext(); ) {
+                TcpCmListener l = it.next();
+                if (now - l.resumeAt >= 0) {
+                    it.remove();
+                    if (byFd.get(l.fd) == l) {
+                        watch(l.fd, Sockets.EPOLLIN);
+                    }
+                    resumed++;
+                }
+            }
+        }
+        return resumed;
     }
 
     @Override

@@ -6,6 +6,7 @@ import dev.jrdma.spi.ShareableMemory;
 import dev.jrdma.os.Sockets;
 import dev.jrdma.os.Errno;
 import dev.jrdma.spi.AccessFlags;
+import dev.jrdma.spi.Log;
 import dev.jrdma.spi.QueuePair;
 import dev.jrdma.spi.QueuePairSpec;
 import dev.jrdma.spi.WorkCompletion;
@@ -1710,7 +1711,6 @@ final class TcpQueuePair implements QueuePair {
             return;
         }
         failedInternally = true;   // progress does nothing more: what threw is not tried again
-        LOG.log(System.Logger.Level.ERROR, "tcp QP " + qpNum + ": failed on the IO thread; only this connection ends", t);
         try {
             if (payloadRegistration != null) {
                 payloadRegistration.exit();
@@ -1719,6 +1719,8 @@ final class TcpQueuePair implements QueuePair {
             Sockets.shutdown(fd, Sockets.SHUT_RDWR);
         } finally {
             gone("internal error: " + t);
+            Log.quietly(System.Logger.Level.ERROR, "tcp QP " + qpNum + ": failed on the IO thread; only this connection"
+                    + " ends", t);
         }
     }
 

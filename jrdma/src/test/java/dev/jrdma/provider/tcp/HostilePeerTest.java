@@ -17,10 +17,13 @@ import java.io.InputStreamReader;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -113,6 +116,51 @@ class HostilePeerTest {
         });
     }
 
+    /** 0.1: EMFILE from accept4 escaped into the IO thread, which died; every connection on it hung. */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    @Timeout(120)
+    void runningOutOfFileDescriptorsOnAcceptBacksOffAndRecovers(String provider) throws Exception {
+        try (Target target = Target.start(provider); Control control = new Control(target.address)) {
+            int open = target.openFds();
+            int limit = open + 16;
+            target.limitFds(limit);
+            control.start();
+            List<SocketChannel> idle = new ArrayList<>();
+            try {
+                for (int i = 0; i < 300; i++) {
+                    SocketChannel ch = SocketChannel.open();
+                    ch.configureBlocking(false);
+                    ch.connect(target.address);
+                    idle.add(ch);
+                }
+                // The server takes connections until it has no fd left; the rest wait in its backlog.
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (target.openFds() < limit - 1 && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+                assertTrue(target.openFds() >= limit - 1, "the server used every fd it may have (" + target.openFds()
+                        + " of " + limit + ")");
+                control.awaitRoundTrips(500);   // while the server has no fd to spare
+                control.stop();
+                control.assertHealthy();   // its IO thread serves the connection it had
+            } finally {
+                for (SocketChannel ch : idle) {
+                    ch.close();
+                }
+            }
+            // The fds come back as the server sees the idle connections end; a new one is taken at once.
+            long t0 = System.nanoTime();
+            try (Rdma rdma = Rdma.builder().provider("tcp").build(); Connection late = rdma.connect(target.address);
+                 LocalRegion into = rdma.allocate(8)) {
+                late.readSync(RemoteRegion.fromDescriptor(late.peerPrivateData()).slice(0, 8), into);
+            }
+            long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertTrue(millis < 2_000, "a new connection was served " + millis + " ms after the fds came back (bound:"
+                    + " 1 s of back-off plus the connection's own set-up)");
+        }
+    }
+
     /** What an attack does, given the target, the attacker's connection and the target's RSS before. */
     private interface Attack {
         void run(Target target, RawPeer attacker, long rssBeforeKib) throws Exception;
@@ -179,6 +227,20 @@ class HostilePeerTest {
                     Integer.parseInt(line.substring(6).trim())));
         }
 
+        int openFds() throws IOException {
+            try (var fds = Files.list(Path.of("/proc/" + process.pid() + "/fd"))) {
+                return (int) fds.count();
+            }
+        }
+
+        /** Lowers the target's fd limit (util-linux's prlimit: Java has no setrlimit). */
+        void limitFds(int n) throws IOException, InterruptedException {
+            Process p = new ProcessBuilder("prlimit", "--pid", String.valueOf(process.pid()), "--nofile=" + n + ":" + n)
+                    .redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertEquals(0, p.waitFor(), "prlimit: " + out);
+        }
+
         long rssKib() throws IOException {
             for (String l : Files.readAllLines(Path.of("/proc/" + process.pid() + "/status"))) {
                 if (l.startsWith("VmRSS:")) {
@@ -210,7 +272,7 @@ class HostilePeerTest {
         private final AtomicBoolean running = new AtomicBoolean();
         private Thread thread;
         private long[] rtt = new long[1 << 20];
-        private int count;
+        private volatile int count;
         private volatile Throwable failure;
 
         Control(InetSocketAddress server) {
@@ -230,12 +292,22 @@ class HostilePeerTest {
                     while (running.get() && count < rtt.length && System.nanoTime() < end) {
                         long t0 = System.nanoTime();
                         connection.readSync(word, into);
-                        rtt[count++] = System.nanoTime() - t0;
+                        rtt[count] = System.nanoTime() - t0;
+                        count = count + 1;   // one writer: this thread
                     }
                 } catch (Throwable t) {
                     failure = t;
                 }
             });
+        }
+
+        /** Waits (10 s at most) until the control connection has made {@code n} more round trips. */
+        void awaitRoundTrips(int n) {
+            int target = count + n;
+            for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                 count < target && failure == null && System.nanoTime() < end; ) {
+                Thread.onSpinWait();
+            }
         }
 
         void stop() throws InterruptedException {

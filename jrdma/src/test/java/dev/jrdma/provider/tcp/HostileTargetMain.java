@@ -10,6 +10,9 @@ import java.io.InputStreamReader;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Stream;
 
 /**
  * The victim of {@link HostilePeerTest}, in a JVM of its own so that its resident memory can be
@@ -24,8 +27,23 @@ public final class HostileTargetMain {
     private HostileTargetMain() {
     }
 
+    /**
+     * Loads the library's classes now: with its fds used up (a case of the test) this JVM cannot
+     * open a class file, and in a test the library is a directory of them, not an open jar.
+     */
+    private static void loadEveryLibraryClass() throws Exception {
+        Path classes = Path.of(Rdma.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        try (Stream<Path> files = Files.walk(classes)) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".class") && !p.endsWith("module-info.class")).toList()) {
+                String name = classes.relativize(f).toString().replace('/', '.').replaceAll("\\.class$", "");
+                Class.forName(name, false, HostileTargetMain.class.getClassLoader());
+            }
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         String provider = args[0];
+        loadEveryLibraryClass();
         int depth = Integer.parseInt(args[1]);
         try (Rdma rdma = Rdma.builder().provider(provider).build(); LocalRegion region = rdma.allocate(EXPOSED)) {
             ConnectionConfig config = ConnectionConfig.builder().receiveQueueDepth(depth).receiveBufferSize(4096)
