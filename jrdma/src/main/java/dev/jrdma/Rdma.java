@@ -447,12 +447,31 @@ public final class Rdma implements AutoCloseable {
                 CmListener l = cm.listen(address, 128);
                 RdmaServer s = new RdmaServer(this, l, config, onAccept);
                 servers.add(s);
+                String warning = exposureWarning(l.address(), config);
+                if (warning != null) {
+                    LOG.log(System.Logger.Level.WARNING, warning);
+                }
                 f.complete(s);
             } catch (RuntimeException e) {
                 f.completeExceptionally(e);
             }
         });
         return await(f, CONTROL_TIMEOUT);
+    }
+
+    /**
+     * What {@link #listen} warns of (once per listener), or null: a listener that other hosts can
+     * reach and that asks no auth token lets anyone who reaches the port connect.
+     */
+    static String exposureWarning(InetSocketAddress bound, ConnectionConfig config) {
+        if (bound.getAddress().isLoopbackAddress() || config.authTokenRef().length > 0) {
+            return null;
+        }
+        return "listening on " + bound + " without an auth token: anyone who can reach this port can connect, send"
+                + " messages, and read, write and run atomics on every region whose descriptor (address, length, key)"
+                + " it is given or guesses; set ConnectionConfig.authToken to refuse other clients. The token travels"
+                + " in clear and can be replayed: across networks you do not trust, run jrdma inside a VPN or IPsec"
+                + " (see the README's security section)";
     }
 
     /** The longest a control step on the IO thread (listen, close) may take. */

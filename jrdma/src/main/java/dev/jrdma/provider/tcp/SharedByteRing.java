@@ -44,11 +44,16 @@ final class SharedByteRing {
 
     /**
      * Copies up to {@code length} bytes from {@code address} into the ring, as far as there is
-     * room; returns how many. Call {@link #publish} after one or more writes.
+     * room; returns how many, or -1 when the consumer's position is impossible (a corrupt or
+     * hostile peer: nothing is written). Call {@link #publish} after one or more writes.
      */
     long write(long address, long length, long at) {
         long consumed = (long) LONG.getAcquire(ring, CONSUMED);
-        long room = capacity - (at - consumed);
+        long used = at - consumed;
+        if (used < 0 || used > capacity) {
+            return -1;   // the peer (the consumer) says it read what was never written: corrupt or hostile
+        }
+        long room = capacity - used;
         long n = Math.min(room, length);
         if (n <= 0) {
             return 0;

@@ -208,6 +208,9 @@ final class TcpTransmitter implements AutoCloseable {
             long base = iovs.get(java.lang.foreign.ValueLayout.JAVA_LONG, i * Sockets.IOVEC_SIZE);
             long len = iovs.get(java.lang.foreign.ValueLayout.JAVA_LONG, i * Sockets.IOVEC_SIZE + 8);
             long n = ring.write(base, len, produced);
+            if (n < 0) {
+                return -Errno.EPROTO;   // the peer's consumed position is impossible: this connection ends
+            }
             produced += n;
             taken += n;
             if (n < len) {

@@ -82,6 +82,12 @@ class SharedByteRingTest {
             mem.set(ValueLayout.JAVA_LONG, 0, 0);
             mem.set(ValueLayout.JAVA_LONG, 64, 10);    // consumed beyond produced
             assertEquals(-1, ring.read(dst.address(), 64));
+            // The producer side: a consumer position beyond what was written, or far behind it
+            // (0.1 took either as room, and copied past the ring: IndexOutOfBoundsException on the IO thread).
+            MemorySegment src = arena.allocate(64);
+            assertEquals(-1, ring.write(src.address(), 64, 5), "consumed 10 > written 5");
+            mem.set(ValueLayout.JAVA_LONG, 64, Long.MIN_VALUE);
+            assertEquals(-1, ring.write(src.address(), 64, 5), "consumed far behind: more than a ring's worth unread");
         }
     }
 }
