@@ -32,8 +32,8 @@ import java.util.function.Consumer;
  * the peer's after it, and replayed in order when a receive is posted, as an RC responder
  * keeps answering RNR; responses to this side's own requests go on being read meanwhile, so
  * they do not wait behind it (on verbs the two directions are independent too). Parking has a
- * budget per connection, {@value #PARK_BUDGET} bytes, payloads and a fixed
- * {@value #PARKED_FRAME_COST} bytes a frame counted: a frame that does not fit is not read
+ * budget per connection, {@value ParkedRequests#BUDGET} bytes, payloads and a fixed
+ * {@value ParkedRequests#FRAME_COST} bytes a frame counted: a frame that does not fit is not read
  * (nothing is allocated for what it declares) and the stream stops there, until parked frames
  * drain or a receive is posted; TCP flow control then holds the peer. Likewise the stream is
  * not read while more than {@value #TX_BACKLOG_LIMIT} bytes of our answers wait for the peer to
@@ -164,34 +164,19 @@ final class TcpQueuePair implements QueuePair {
     private final MemorySegment doorbells = arena.allocate(64, 8);
     private int rxStart, rxEnd;
     private boolean inFrame;            // a header was read; its payload may still be coming
-    // Requests parked behind a SEND that found no receive (RNR), replayed in order.
-    static final long PARK_BUDGET = 8L << 20;
-    /** What a parked frame costs beyond its payload: its header and its record, rounded up. */
-    static final long PARKED_FRAME_COST = 128;
     /** Our answers waiting for the peer to read them, beyond which its requests are not read. */
     static final long TX_BACKLOG_LIMIT = 4L << 20;
-    private final java.util.ArrayDeque<Parked> parked = new java.util.ArrayDeque<>();
-    private long parkedBytes;
-    private Parked parking;             // the request whose payload is being read into its parked buffer
+    /** The peer's requests parked behind a SEND that found no receive (RNR), replayed in order. */
+    private final ParkedRequests parked = new ParkedRequests();
     private boolean replaying;
     /**
      * The current frame's header is read but the frame is not taken: parking it would exceed the
      * budget, or too many answers wait to be sent. The stream is not read past it until it is.
      */
     private volatile boolean deferred;   // written by the progress thread; posters read it to set the socket's watch
-    private final Parked deferredFrame = new Parked();
-
-    /** A request of the peer's, kept with its payload until it can be applied. */
-    private static final class Parked {
-        byte type;
-        int flags, status, length, rkey, imm;
-        long seq, addr, compareAdd, swap;
-        Arena arena;
-        MemorySegment payload;
-    }
-    private byte fType;
-    private int fFlags, fStatus, fLength, fRkey, fImm;
-    private long fSeq, fAddr, fCompareAdd, fSwap;
+    private final FrameHeader deferredFrame = new FrameHeader();
+    /** The frame being read (or replayed from the parked ones). */
+    private final FrameHeader f = new FrameHeader();
     private long payloadDest;           // where the payload goes; 0: discarded
     private long payloadLeft;
     private TcpMemoryRegistration payloadRegistration;   // entered while payload is placed
@@ -895,38 +880,29 @@ final class TcpQueuePair implements QueuePair {
     }
 
     private void beginFrame(int at) {
-        fType = TcpFrameDescriptor.type(rx, at);
-        fFlags = TcpFrameDescriptor.flags(rx, at);
-        fStatus = TcpFrameDescriptor.status(rx, at);
-        fLength = TcpFrameDescriptor.length(rx, at);
-        fSeq = TcpFrameDescriptor.sequence(rx, at);
-        fAddr = TcpFrameDescriptor.remoteAddress(rx, at);
-        fRkey = TcpFrameDescriptor.rkey(rx, at);
-        fImm = TcpFrameDescriptor.imm(rx, at);
-        fCompareAdd = TcpFrameDescriptor.compareAdd(rx, at);
-        fSwap = TcpFrameDescriptor.swap(rx, at);
+        f.decode(rx, at);
         inFrame = true;
         payloadDest = 0;
         payloadLeft = 0;
         payloadRegistration = null;
-        if (fLength < 0 || (fLength > 0 && fType != SEND && fType != WRITE && fType != READ_RESPONSE)) {
-            malformed("a " + typeName(fType) + " frame claims " + fLength + " payload bytes");
+        if (f.length < 0 || (f.length > 0 && f.type != SEND && f.type != WRITE && f.type != READ_RESPONSE)) {
+            malformed("a " + typeName(f.type) + " frame claims " + f.length + " payload bytes");
             return;
         }
-        if (fType < ACK) {
-            if (fSeq != lastRequestSeq + 1) {
-                malformed("request " + fSeq + " arrived after request " + lastRequestSeq + " (out of order)");
+        if (f.type < ACK) {
+            if (f.seq != lastRequestSeq + 1) {
+                malformed("request " + f.seq + " arrived after request " + lastRequestSeq + " (out of order)");
                 return;
             }
-            lastRequestSeq = fSeq;   // received: counted here, whether it is applied now or parked
+            lastRequestSeq = f.seq;   // received: counted here, whether it is applied now or parked
         }
-        if ((fFlags & FLAG_ACK_PIGGYBACK) != 0 && fType != COMPARE_SWAP) {
-            retire(fSwap, true);
+        if ((f.flags & FLAG_ACK_PIGGYBACK) != 0 && f.type != COMPARE_SWAP) {
+            retire(f.swap, true);
             if (peerGoneReported) {
                 return;
             }
         }
-        if (fType < ACK && !refusing && tx.backlogBytes() > TX_BACKLOG_LIMIT) {
+        if (f.type < ACK && !refusing && tx.backlogBytes() > TX_BACKLOG_LIMIT) {
             defer();   // the peer is not reading our answers: read no more of its requests
             return;
         }
@@ -935,7 +911,7 @@ final class TcpQueuePair implements QueuePair {
 
     /** Takes the current frame: parks it behind parked ones, or applies it (or starts its payload). */
     private void dispatch() {
-        if (fType < ACK && !parked.isEmpty() && !refusing) {
+        if (f.type < ACK && !parked.isEmpty() && !refusing) {
             if (!park()) {
                 return;   // requests after a parked one wait behind it, in order; no room: deferred
             }
@@ -951,7 +927,7 @@ final class TcpQueuePair implements QueuePair {
     private void defer() {
         if (!deferred) {
             deferred = true;
-            save(deferredFrame);   // replaying parked frames meanwhile reuses the current-frame fields
+            deferredFrame.copyFrom(f);   // replaying parked frames meanwhile reuses the current frame
             if (!ringMode) {
                 watchIn(false);   // a receive posted (postRecv) or the socket taking our answers wakes the thread
             }
@@ -980,54 +956,22 @@ final class TcpQueuePair implements QueuePair {
 
     /**
      * Parks the current request: its payload goes into a buffer of its own, and it is applied
-     * later, in order. False when that would exceed {@link #PARK_BUDGET}: then nothing is
-     * allocated and the frame is {@link #defer deferred}.
+     * later, in order. False when that would exceed the budget ({@link ParkedRequests#BUDGET}):
+     * then nothing is allocated and the frame is {@link #defer deferred}.
      */
     private boolean park() {
-        long cost = PARKED_FRAME_COST + fLength;
-        if (parkedBytes + cost > PARK_BUDGET) {
+        if (!parked.fits(f.length)) {
             defer();
             return false;
         }
-        Parked p = new Parked();
-        save(p);
-        if (fLength > 0) {
-            p.arena = Arena.ofShared();
-            p.payload = p.arena.allocate(fLength, 8);
-            payloadDest = p.payload.address();
-        }
-        payloadLeft = fLength;
-        parkedBytes += cost;
-        parking = p;
+        payloadDest = parked.park(f);
+        payloadLeft = f.length;
         return true;
     }
 
-    /** Keeps the current frame's header in {@code p}. */
-    private void save(Parked p) {
-        p.type = fType;
-        p.flags = fFlags;
-        p.status = fStatus;
-        p.length = fLength;
-        p.rkey = fRkey;
-        p.imm = fImm;
-        p.seq = fSeq;
-        p.addr = fAddr;
-        p.compareAdd = fCompareAdd;
-        p.swap = fSwap;
-    }
-
-    /** Makes the header kept in {@code p} the current frame, its payload not started. */
-    private void load(Parked p) {
-        fType = p.type;
-        fFlags = p.flags;
-        fStatus = p.status;
-        fLength = p.length;
-        fRkey = p.rkey;
-        fImm = p.imm;
-        fSeq = p.seq;
-        fAddr = p.addr;
-        fCompareAdd = p.compareAdd;
-        fSwap = p.swap;
+    /** Makes {@code h} the current frame, its payload not started. */
+    private void load(FrameHeader h) {
+        f.copyFrom(h);
         inFrame = true;
         payloadDest = 0;
         payloadLeft = 0;
@@ -1037,8 +981,8 @@ final class TcpQueuePair implements QueuePair {
     /** Applies parked requests in order, as far as receives are posted for the SENDs among them. */
     private void replayParked() {
         while (!parked.isEmpty() && !peerGoneReported) {
-            Parked p = parked.peekFirst();
-            load(p);
+            ParkedRequests.Parked p = parked.first();
+            load(p.header);
             replaying = true;
             boolean go;
             try {
@@ -1050,17 +994,13 @@ final class TcpQueuePair implements QueuePair {
                 inFrame = false;
                 return;   // still no receive for it (within the RNR budget)
             }
-            parked.pollFirst();
-            parkedBytes -= PARKED_FRAME_COST + p.length;
             rnrSince = 0;   // the head went: the next SEND that finds no receive has a budget of its own
             if (payloadLeft > 0) {
-                place(p.payload.address(), (int) payloadLeft);   // ends the frame
+                place(p.payloadAddress(), (int) payloadLeft);   // ends the frame
             } else {
                 endPayload();
             }
-            if (p.arena != null) {
-                p.arena.close();
-            }
+            parked.removeFirst();
         }
     }
 
@@ -1072,42 +1012,42 @@ final class TcpQueuePair implements QueuePair {
         if (peerGoneReported) {
             return false;
         }
-        if (fType < ACK && inError && !refusing) {
+        if (f.type < ACK && inError && !refusing) {
             // An RC QP in error answers nothing and its peer's request times out; say so at once.
-            refuse(WorkCompletion.RETRY_EXC_ERR, typeName(fType), "this side's queue pair is in error");
+            refuse(WorkCompletion.RETRY_EXC_ERR, typeName(f.type), "this side's queue pair is in error");
         }
-        switch (fType) {
+        switch (f.type) {
             case SEND -> {
                 if (refusing) {
-                    payloadLeft = fLength;
+                    payloadLeft = f.length;
                     return true;
                 }
                 return takeReceive(false);
             }
             case WRITE -> {
                 if (refusing) {
-                    payloadLeft = fLength;
+                    payloadLeft = f.length;
                     return true;
                 }
-                if ((fFlags & FLAG_IMM) != 0) {
+                if ((f.flags & FLAG_IMM) != 0) {
                     if (!takeReceive(true)) {
                         return false;
                     }
-                    if (parking != null) {
+                    if (parked.filling()) {
                         return true;   // parked until a receive is posted for its immediate
                     }
                 }
-                if (fLength > 0) {
+                if (f.length > 0) {
                     why.setLength(0);
-                    TcpMemoryRegistration r = registrations.check(fRkey, fAddr, fLength, AccessFlags.REMOTE_WRITE, why);
+                    TcpMemoryRegistration r = registrations.check(f.rkey, f.addr, f.length, AccessFlags.REMOTE_WRITE, why);
                     if (r == null || !r.enter()) {
                         refuse(WorkCompletion.REM_ACCESS_ERR, "WRITE", r == null ? why : "the region was closed");
-                        payloadLeft = fLength;
+                        payloadLeft = f.length;
                         return true;
                     }
                     payloadRegistration = r;
-                    payloadDest = fAddr;
-                    payloadLeft = fLength;
+                    payloadDest = f.addr;
+                    payloadLeft = f.length;
                 }
                 return true;
             }
@@ -1130,33 +1070,33 @@ final class TcpQueuePair implements QueuePair {
                 return true;
             }
             case ACK -> {
-                retire(fSeq, true);
+                retire(f.seq, true);
                 return true;
             }
             case NAK -> {
-                retire(fSeq - 1, true);
-                failHead(fSeq, fStatus);
+                retire(f.seq - 1, true);
+                failHead(f.seq, f.status);
                 return true;
             }
             case READ_RESPONSE -> {
-                retire(fSeq - 1, true);
-                if (!headIs(fSeq, WR_RDMA_READ) || fLength != sqLength[(int) sqHead & sqMask]) {
-                    malformed("READ_RESPONSE " + fSeq + " of " + fLength + " bytes answers no read outstanding");
+                retire(f.seq - 1, true);
+                if (!headIs(f.seq, WR_RDMA_READ) || f.length != sqLength[(int) sqHead & sqMask]) {
+                    malformed("READ_RESPONSE " + f.seq + " of " + f.length + " bytes answers no read outstanding");
                     return false;
                 }
                 int i = (int) sqHead & sqMask;
-                TcpMemoryRegistration r = fLength == 0 ? null : registrations.lookup(sqLkey[i]);
+                TcpMemoryRegistration r = f.length == 0 ? null : registrations.lookup(sqLkey[i]);
                 if (r != null && r.enter()) {
                     payloadRegistration = r;
                     payloadDest = sqLocalAddr[i];
                 }
-                payloadLeft = fLength;   // a local buffer closed meanwhile: the bytes are dropped
+                payloadLeft = f.length;   // a local buffer closed meanwhile: the bytes are dropped
                 return true;
             }
             case ATOMIC_RESPONSE -> {
-                retire(fSeq - 1, true);
-                if (!headIs(fSeq, WR_ATOMIC_CMP_AND_SWP) && !headIs(fSeq, WR_ATOMIC_FETCH_AND_ADD)) {
-                    malformed("ATOMIC_RESPONSE " + fSeq + " answers no atomic outstanding");
+                retire(f.seq - 1, true);
+                if (!headIs(f.seq, WR_ATOMIC_CMP_AND_SWP) && !headIs(f.seq, WR_ATOMIC_FETCH_AND_ADD)) {
+                    malformed("ATOMIC_RESPONSE " + f.seq + " answers no atomic outstanding");
                     return false;
                 }
                 int i = (int) sqHead & sqMask;
@@ -1164,7 +1104,7 @@ final class TcpQueuePair implements QueuePair {
                 if (r != null && r.enter()) {
                     try {
                         MemorySegment.ofAddress(sqLocalAddr[i]).reinterpret(8).set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
-                                fCompareAdd);
+                                f.compareAdd);
                     } finally {
                         r.exit();
                     }
@@ -1185,15 +1125,15 @@ final class TcpQueuePair implements QueuePair {
             }
             case UNMAP -> {
                 synchronized (txLock) {
-                    PeerRegion m = peerRegions.remove(fRkey);
-                    mapRequested.remove(fRkey);
+                    PeerRegion m = peerRegions.remove(f.rkey);
+                    mapRequested.remove(f.rkey);
                     lastPeerRegion = null;
                     if (m != null) {
                         m.arena().close();
                     }
                     // Direct operations run under txLock: none is under way, none comes after.
                     if (!closed) {
-                        frameHeader(UNMAP_ACK, 0, 0, 0, 0, 0, fRkey, 0, 0, 0);
+                        frameHeader(UNMAP_ACK, 0, 0, 0, 0, 0, f.rkey, 0, 0, 0);
                         finishTransmit();
                     }
                 }
@@ -1202,7 +1142,7 @@ final class TcpQueuePair implements QueuePair {
             case UNMAP_ACK -> {
                 TcpMemoryRegistration r;
                 synchronized (txLock) {
-                    r = awaitingUnmap.remove(fRkey);
+                    r = awaitingUnmap.remove(f.rkey);
                 }
                 if (r != null) {
                     r.peerLetGo();
@@ -1210,7 +1150,7 @@ final class TcpQueuePair implements QueuePair {
                 return true;
             }
             default -> {
-                malformed("unknown frame type " + fType);
+                malformed("unknown frame type " + f.type);
                 return false;
             }
         }
@@ -1224,36 +1164,35 @@ final class TcpQueuePair implements QueuePair {
             payloadRegistration = null;
         }
         inFrame = false;
-        if (parking != null) {
-            parked.addLast(parking);   // read whole; applied in order by replayParked
-            parking = null;
+        if (parked.filling()) {
+            parked.filled();   // read whole; applied in order by replayParked
             return;
         }
         if (peerGoneReported) {
             return;
         }
-        switch (fType) {
+        switch (f.type) {
             case SEND, WRITE -> {
                 if (!refusing) {
-                    if (fType == SEND || (fFlags & FLAG_IMM) != 0) {
+                    if (f.type == SEND || (f.flags & FLAG_IMM) != 0) {
                         long h = rqHead + 1;
                         int i = (int) (h - 1) & rqMask;
                         rqHead = h;
                         cq.add(rqWrId[i], WorkCompletion.SUCCESS,
-                                fType == SEND ? WorkCompletion.OP_RECV : WorkCompletion.OP_RECV_RDMA_WITH_IMM, fLength,
-                                fImm, (fFlags & FLAG_IMM) != 0);
+                                f.type == SEND ? WorkCompletion.OP_RECV : WorkCompletion.OP_RECV_RDMA_WITH_IMM, f.length,
+                                f.imm, (f.flags & FLAG_IMM) != 0);
                     }
-                    if ((fFlags & FLAG_ACK_REQUESTED) != 0) {
-                        ackWanted = fSeq;
-                        ackReady = fSeq;
+                    if ((f.flags & FLAG_ACK_REQUESTED) != 0) {
+                        ackWanted = f.seq;
+                        ackReady = f.seq;
                     }
                 }
             }
-            case READ_RESPONSE, ATOMIC_RESPONSE -> retire(fSeq, true);
+            case READ_RESPONSE, ATOMIC_RESPONSE -> retire(f.seq, true);
             case FLUSH -> {
                 if (!refusing) {
-                    ackWanted = fSeq;
-                    ackReady = fSeq;
+                    ackWanted = f.seq;
+                    ackReady = f.seq;
                 }
             }
             default -> {
@@ -1282,30 +1221,30 @@ final class TcpQueuePair implements QueuePair {
             rnrSince = 0;
             refuse(WorkCompletion.RNR_RETRY_EXC_ERR, forImm ? "WRITE_WITH_IMM" : "SEND",
                     "no receive was posted within " + rnrBudgetNanos / 1_000_000 + " ms");
-            payloadLeft = fLength;
+            payloadLeft = f.length;
             return true;
         }
         if (forImm) {
             return true;   // the receive is consumed when the write completes
         }
         int i = (int) rqHead & rqMask;
-        if (fLength > rqLength[i]) {
+        if (f.length > rqLength[i]) {
             // RC: the receiver's WR completes with LOC_LEN_ERR, the sender's with REM_INV_REQ_ERR.
             rqHead = rqHead + 1;
-            cq.add(rqWrId[i], WorkCompletion.LOC_LEN_ERR, WorkCompletion.OP_RECV, fLength, 0, false);
-            refuse(WorkCompletion.REM_INV_REQ_ERR, "SEND", fLength + " bytes exceed the receive buffer of "
+            cq.add(rqWrId[i], WorkCompletion.LOC_LEN_ERR, WorkCompletion.OP_RECV, f.length, 0, false);
+            refuse(WorkCompletion.REM_INV_REQ_ERR, "SEND", f.length + " bytes exceed the receive buffer of "
                     + rqLength[i]);
-            payloadLeft = fLength;
+            payloadLeft = f.length;
             return true;
         }
-        if (fLength > 0) {
+        if (f.length > 0) {
             TcpMemoryRegistration r = registrations.lookup(rqLkey[i]);
             if (r != null && r.enter()) {
                 payloadRegistration = r;
                 payloadDest = rqAddr[i];
             }
         }
-        payloadLeft = fLength;
+        payloadLeft = f.length;
         return true;
     }
 
@@ -1326,9 +1265,9 @@ final class TcpQueuePair implements QueuePair {
      */
     private void applyFlush() {
         why.setLength(0);
-        long length = fCompareAdd;
+        long length = f.compareAdd;
         TcpMemoryRegistration r = length <= 0 ? null
-                : registrations.check(fRkey, fAddr, length, AccessFlags.REMOTE_READ, why);
+                : registrations.check(f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
         if (length > 0 && (r == null || !r.enter())) {
             refuse(WorkCompletion.REM_ACCESS_ERR, "FLUSH", r == null ? why : "the region was closed");
             return;
@@ -1337,8 +1276,8 @@ final class TcpQueuePair implements QueuePair {
             return;
         }
         try {
-            if (fImm == 1 && r.memory().isMapped()) {
-                r.memory().asSlice(fAddr - r.memory().address(), length).force();
+            if (f.imm == 1 && r.memory().isMapped()) {
+                r.memory().asSlice(f.addr - r.memory().address(), length).force();
                 PERSISTENT_FLUSHES.incrementAndGet();
             }
         } catch (RuntimeException e) {
@@ -1358,10 +1297,10 @@ final class TcpQueuePair implements QueuePair {
     /** Mapped-file ranges forced by PERSISTENT flushes, in this process (for tests and diagnostics). */
     static final java.util.concurrent.atomic.AtomicLong PERSISTENT_FLUSHES = new java.util.concurrent.atomic.AtomicLong();
 
-    /** The peer asks where our region {@code fRkey} lives, to map it: tell it (or that it is not shareable). */
+    /** The peer asks where our region {@code f.rkey} lives, to map it: tell it (or that it is not shareable). */
     private void answerMap() {
         TcpSameHost support = sameHost;
-        TcpMemoryRegistration r = registrations.lookup(fRkey);
+        TcpMemoryRegistration r = registrations.lookup(f.rkey);
         if (r == null && ++unknownKeyMapRequests > MAX_UNKNOWN_KEY_MAP_REQUESTS) {
             // An honest peer asks only for keys it was given: one that was closed since fails
             // the operation behind it, and the connection with it. Many are a search for keys.
@@ -1374,10 +1313,10 @@ final class TcpQueuePair implements QueuePair {
                 ? null : support.locate(r.memory());
         synchronized (txLock) {
             if (where == null) {
-                frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, fRkey, 0, 0, 0);
+                frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, f.rkey, 0, 0, 0);
             } else {
                 r.sharedWith(this);
-                frameHeader(MAP_RESPONSE, 0, 0, 0, r.access(), r.memory().address(), fRkey, (int) where[0],
+                frameHeader(MAP_RESPONSE, 0, 0, 0, r.access(), r.memory().address(), f.rkey, (int) where[0],
                         r.memory().byteSize(), where[1]);
             }
             finishTransmit();
@@ -1387,15 +1326,15 @@ final class TcpQueuePair implements QueuePair {
     /** The peer said where its region lives: map it, so that later operations on it are done here. */
     private void mapped() {
         TcpSameHost support = sameHost;
-        if (fStatus != 0 || support == null || fCompareAdd <= 0) {
+        if (f.status != 0 || support == null || f.compareAdd <= 0) {
             return;   // not shareable: it stays on the socket (and is not asked again)
         }
-        int access = (int) fSeq;
+        int access = (int) f.seq;
         boolean writable = (access & (AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0;
         Arena a = Arena.ofShared();
         MemorySegment m;
         try {
-            m = support.map(peerPid, fImm, fSwap, fCompareAdd, writable, a);
+            m = support.map(peerPid, f.imm, f.swap, f.compareAdd, writable, a);
         } catch (RuntimeException e) {
             m = null;
         }
@@ -1408,7 +1347,7 @@ final class TcpQueuePair implements QueuePair {
                 a.close();
                 return;
             }
-            PeerRegion old = peerRegions.put(fRkey, new PeerRegion(fAddr, fCompareAdd, access, m, a));
+            PeerRegion old = peerRegions.put(f.rkey, new PeerRegion(f.addr, f.compareAdd, access, m, a));
             lastPeerRegion = null;
             if (old != null) {
                 old.arena().close();
@@ -1446,50 +1385,50 @@ final class TcpQueuePair implements QueuePair {
     }
 
     private void respondToRead() {
-        int length = (int) fCompareAdd;
-        if (fCompareAdd < 0 || fCompareAdd > MAX_PAYLOAD) {
-            refuse(WorkCompletion.REM_INV_REQ_ERR, "READ", "it asks for " + fCompareAdd + " bytes");
+        int length = (int) f.compareAdd;
+        if (f.compareAdd < 0 || f.compareAdd > MAX_PAYLOAD) {
+            refuse(WorkCompletion.REM_INV_REQ_ERR, "READ", "it asks for " + f.compareAdd + " bytes");
             return;
         }
         TcpMemoryRegistration r = null;
         if (length > 0) {
             why.setLength(0);
-            r = registrations.check(fRkey, fAddr, length, AccessFlags.REMOTE_READ, why);
+            r = registrations.check(f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
             if (r == null || !r.enter()) {
                 refuse(WorkCompletion.REM_ACCESS_ERR, "READ", r == null ? why : "the region was closed");
                 return;
             }
         }
         synchronized (txLock) {
-            respondHeader(READ_RESPONSE, 0, length, fSeq, 0);
-            tx.addPayload(fAddr, length, r);
+            respondHeader(READ_RESPONSE, 0, length, f.seq, 0);
+            tx.addPayload(f.addr, length, r);
             finishTransmit();
         }
     }
 
     private void respondToAtomic() {
         why.setLength(0);
-        TcpMemoryRegistration r = registrations.check(fRkey, fAddr, 8, AccessFlags.REMOTE_ATOMIC, why);
-        if (r == null || (fAddr & 7) != 0 || !r.enter()) {
-            if (r != null && (fAddr & 7) != 0) {
-                refuse(WorkCompletion.REM_INV_REQ_ERR, typeName(fType), "address 0x" + Long.toHexString(fAddr)
+        TcpMemoryRegistration r = registrations.check(f.rkey, f.addr, 8, AccessFlags.REMOTE_ATOMIC, why);
+        if (r == null || (f.addr & 7) != 0 || !r.enter()) {
+            if (r != null && (f.addr & 7) != 0) {
+                refuse(WorkCompletion.REM_INV_REQ_ERR, typeName(f.type), "address 0x" + Long.toHexString(f.addr)
                         + " is not 8-byte aligned");
             } else {
-                refuse(WorkCompletion.REM_ACCESS_ERR, typeName(fType), r == null ? why : "the region was closed");
+                refuse(WorkCompletion.REM_ACCESS_ERR, typeName(f.type), r == null ? why : "the region was closed");
             }
             return;
         }
         long prior;
         try {
-            MemorySegment word = MemorySegment.ofAddress(fAddr).reinterpret(8);
-            prior = fType == COMPARE_SWAP
-                    ? (long) LONG_ATOMIC.compareAndExchange(word, 0L, fCompareAdd, fSwap)
-                    : (long) LONG_ATOMIC.getAndAdd(word, 0L, fCompareAdd);
+            MemorySegment word = MemorySegment.ofAddress(f.addr).reinterpret(8);
+            prior = f.type == COMPARE_SWAP
+                    ? (long) LONG_ATOMIC.compareAndExchange(word, 0L, f.compareAdd, f.swap)
+                    : (long) LONG_ATOMIC.getAndAdd(word, 0L, f.compareAdd);
         } finally {
             r.exit();
         }
         synchronized (txLock) {
-            respondHeader(ATOMIC_RESPONSE, 0, 0, fSeq, prior);
+            respondHeader(ATOMIC_RESPONSE, 0, 0, f.seq, prior);
             finishTransmit();
         }
     }
@@ -1555,16 +1494,16 @@ final class TcpQueuePair implements QueuePair {
 
     /** Refuses the current request: NAK it, and apply nothing more from the peer (RC: the connection ends). */
     private void refuse(int status, String what, CharSequence reason) {
-        LOG.log(System.Logger.Level.DEBUG, "tcp QP {0}: refused {1} {2}: {3} ({4})", qpNum, what, fSeq, reason,
+        LOG.log(System.Logger.Level.DEBUG, "tcp QP {0}: refused {1} {2}: {3} ({4})", qpNum, what, f.seq, reason,
                 WorkCompletion.statusName(status));
         refusing = true;
         synchronized (txLock) {
             long a = ackReady;
-            if (a > ackSentTx && a < fSeq) {
+            if (a > ackSentTx && a < f.seq) {
                 ackSentTx = a;
                 frameHeader(ACK, 0, 0, 0, a, 0, 0, 0, 0, 0);
             }
-            frameHeader(NAK, 0, status, 0, fSeq, 0, 0, 0, 0, 0);
+            frameHeader(NAK, 0, status, 0, f.seq, 0, 0, 0, 0, 0);
             finishTransmit();
         }
     }
@@ -1779,16 +1718,7 @@ final class TcpQueuePair implements QueuePair {
             lastPeerRegion = null;
             ringMode = false;
             dropRings();
-            for (Parked p : parked) {
-                if (p.arena != null) {
-                    p.arena.close();
-                }
-            }
-            parked.clear();
-            if (parking != null && parking.arena != null) {
-                parking.arena.close();
-                parking = null;
-            }
+            parked.close();
         }
         releaseAwaitingUnmap();
     }
