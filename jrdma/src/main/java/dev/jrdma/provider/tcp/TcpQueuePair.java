@@ -105,8 +105,8 @@ final class TcpQueuePair implements QueuePair {
     private volatile long wirePosted;   // wireNext, published for the progress thread
     private long lastSocketPos;     // poster: ring position of the last request sent on the socket
 
-    // ---- same host (shm): peers' shareable regions mapped here, by rkey; under txLock
-    private volatile TcpSameHost sameHost;
+    // ---- same host (shm): the peer's regions mapped here (null: not a peer of this host)
+    private volatile SameHostPeer sameHost;
     /** The stream ring this side writes (offered to a same-host peer), and the peer's it reads. */
     private static final long RING_BYTES = 1 << 20;
     private ShareableMemory txRingMemory;
@@ -114,11 +114,6 @@ final class TcpQueuePair implements QueuePair {
     private Arena rxRingArena;
     private SharedByteRing rxRing;
     private volatile boolean ringMode;
-    private long peerPid;
-    private final java.util.Map<Integer, PeerRegion> peerRegions = new java.util.HashMap<>();
-    private final java.util.Set<Integer> mapRequested = new java.util.HashSet<>();
-    /** Our closed regions the peer was told to unmap and has not said it did; under txLock. */
-    private final java.util.Map<Integer, TcpMemoryRegistration> awaitingUnmap = new java.util.HashMap<>();
     private long nextSocketCheck;
     /**
      * Ring mode: how long the socket goes unread after a look found nothing. It carries only
@@ -129,20 +124,10 @@ final class TcpQueuePair implements QueuePair {
      */
     static final long RING_SOCKET_CHECK_NANOS = 1_000_000;
     private int socketSkips;
-    private int lastPeerRkey;
-    private PeerRegion lastPeerRegion;
-
-    /** A peer's region mapped here: its base address there, length, access, and the mapping. */
-    private record PeerRegion(long base, long length, int access, MemorySegment mapped, Arena arena) {
-    }
     private volatile boolean sqBroken;   // poster side: a local error was posted; nothing more goes out
 
     // ---- receive ring: receives posted, consumed by incoming SENDs / WRITE_WITH_IMMs.
-    private final int rqMask;
-    private final long[] rqWrId, rqAddr;
-    private final int[] rqLength, rqLkey;
-    private volatile long rqTail;
-    private volatile long rqHead;
+    private final TcpReceiveQueue rq;
 
     // ---- staged chain (postStaged)
     private final long[][] staged;
@@ -215,12 +200,7 @@ final class TcpQueuePair implements QueuePair {
         sqRkey = new int[sq];
         sqImm = new int[sq];
         sqHeld = new boolean[sq];
-        int rq = Integer.highestOneBit(Math.max(1, spec.recvDepth() - 1)) << 1;
-        rqMask = rq - 1;
-        rqWrId = new long[rq];
-        rqAddr = new long[rq];
-        rqLength = new int[rq];
-        rqLkey = new int[rq];
+        rq = new TcpReceiveQueue(spec.recvDepth());
         staged = new long[chainCapacity()][];
         tx = new TcpTransmitter(fd);
         if (support != null) {
@@ -241,9 +221,8 @@ final class TcpQueuePair implements QueuePair {
      */
     void start(TcpSameHost support, boolean sameHostPeer, long pid, boolean rings) {
         if (support != null && sameHostPeer) {
-            peerPid = pid;
             registrations.addDirectUser(this);   // before sameHost: a direct operation needs the quiesce
-            sameHost = support;
+            sameHost = new SameHostPeer(support, pid);
         }
         if (rings && txRingMemory != null && rxRing != null) {
             ringMode = true;
@@ -426,14 +405,14 @@ final class TcpQueuePair implements QueuePair {
         if (switching) {
             return hold(pos);   // behind a switch of path: issued in order once the stream drains
         }
-        TcpSameHost support = sameHost;
-        if (support != null && directKind(i)) {
-            PeerRegion m = peerRegion(rkey);
+        SameHostPeer peer = sameHost;
+        if (peer != null && directKind(i)) {
+            SameHostPeer.PeerRegion m = peer.region(rkey);
             if (m == null) {
-                requestMap(rkey);
+                requestMap(peer, rkey);
             } else if (sqHead >= lastSocketPos) {
                 // Nothing of ours is still in the stream ahead of it, so doing it now keeps RC's order.
-                int status = direct(m, type, localAddr, atomic ? 8 : length, remoteAddr, compareAdd, swap);
+                int status = SameHostPeer.direct(m, type, localAddr, atomic ? 8 : length, remoteAddr, compareAdd, swap);
                 if (status != 0) {
                     sqLocalError[i] = status;
                     return notSent(pos);
@@ -545,9 +524,10 @@ final class TcpQueuePair implements QueuePair {
                     sqBroken = true;
                     continue;
                 }
-                PeerRegion m = sameHost != null && directKind(i) ? peerRegion(sqRkey[i]) : null;
+                SameHostPeer peer = sameHost;
+                SameHostPeer.PeerRegion m = peer != null && directKind(i) ? peer.region(sqRkey[i]) : null;
                 if (m != null && sqHead >= lastSocketPos) {
-                    int status = direct(m, frameType(op), sqLocalAddr[i], length, sqRemote[i],
+                    int status = SameHostPeer.direct(m, frameType(op), sqLocalAddr[i], length, sqRemote[i],
                             sqCompareAdd[i], sqSwap[i]);
                     if (status != 0) {
                         sqLocalError[i] = status;
@@ -576,55 +556,9 @@ final class TcpQueuePair implements QueuePair {
         return 0;
     }
 
-    /**
-     * A one-sided operation done here, on the peer's region mapped into this process: checked
-     * against what the peer's registration grants, then a copy or a CPU atomic. Returns 0 or the
-     * completion status it fails with (as the peer would have answered).
-     */
-    private int direct(PeerRegion m, byte type, long localAddr, int length, long remoteAddr, long compareAdd,
-                       long swap) {
-        int need = type == WRITE ? AccessFlags.REMOTE_WRITE : type == READ_REQUEST ? AccessFlags.REMOTE_READ
-                : AccessFlags.REMOTE_ATOMIC;
-        if ((m.access() & need) != need || remoteAddr < m.base() || remoteAddr - m.base() > m.length() - length) {
-            return WorkCompletion.REM_ACCESS_ERR;
-        }
-        long off = remoteAddr - m.base();
-        if ((type == COMPARE_SWAP || type == FETCH_ADD) && ((m.mapped().address() + off) & 7) != 0) {
-            return WorkCompletion.REM_INV_REQ_ERR;
-        }
-        // No fence of the local registration here (two atomics per operation): this runs under
-        // txLock, after the registration was found open under it, and closing a registration
-        // takes the txLock of every queue pair that does direct operations (quiesce) after it
-        // marks itself closed; so once close returns no copy from or into it is under way.
-        MemorySegment here = MemorySegment.ofAddress(localAddr).reinterpret(length);
-        switch (type) {
-            case WRITE -> MemorySegment.copy(here, 0, m.mapped(), off, length);
-            case READ_REQUEST -> MemorySegment.copy(m.mapped(), off, here, 0, length);
-            case COMPARE_SWAP -> here.set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
-                    (long) LONG_ATOMIC.compareAndExchange(m.mapped(), off, compareAdd, swap));
-            default -> here.set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
-                    (long) LONG_ATOMIC.getAndAdd(m.mapped(), off, compareAdd));
-        }
-        return 0;
-    }
-
-    /** The peer's region {@code rkey} mapped here, or null; the last one used is kept at hand. Under txLock. */
-    private PeerRegion peerRegion(int rkey) {
-        PeerRegion m = lastPeerRegion;
-        if (m != null && lastPeerRkey == rkey) {
-            return m;
-        }
-        m = peerRegions.get(rkey);
-        if (m != null) {
-            lastPeerRkey = rkey;
-            lastPeerRegion = m;
-        }
-        return m;
-    }
-
     /** Asks the peer where its region {@code rkey} lives, once; meanwhile operations on it use the socket. */
-    private void requestMap(int rkey) {
-        if (mapRequested.add(rkey)) {
+    private void requestMap(SameHostPeer peer, int rkey) {
+        if (peer.shouldAsk(rkey)) {
             frameHeader(MAP_REQUEST, 0, 0, 0, 0, 0, rkey, 0, 0, 0);
         }
     }
@@ -647,19 +581,13 @@ final class TcpQueuePair implements QueuePair {
         if (closed) {
             return Errno.EINVAL;
         }
-        long t = rqTail + 1;
-        if (t - rqHead > rqMask + 1 || t - rqHead > granted.recvDepth()) {
-            return Errno.ENOMEM;
-        }
         if (length > 0 && registrations.check(lkey, localAddr, length, AccessFlags.LOCAL_WRITE, null) == null) {
             return Errno.EINVAL;
         }
-        int i = (int) (t - 1) & rqMask;
-        rqWrId[i] = wrId;
-        rqAddr[i] = localAddr;
-        rqLength[i] = length;
-        rqLkey[i] = lkey;
-        rqTail = t;
+        int rc = rq.post(wrId, localAddr, length, lkey);
+        if (rc != 0) {
+            return rc;
+        }
         if ((rnrSince != 0 || deferred) && cq.channel != null) {
             cq.channel.wake();   // a parked SEND may go now
         }
@@ -729,8 +657,7 @@ final class TcpQueuePair implements QueuePair {
             return;
         }
         if (!peerGoneReported) {
-            TcpSameHost support = sameHost;
-            if (support != null && !inFrame && rxStart == rxEnd) {
+            if (sameHost != null && !inFrame && rxStart == rxEnd) {
                 // One-sided traffic bypasses the socket; look at it every 2 us, not every pass
                 // (a recv per pass would be most of a busy IO thread's time); and read the clock
                 // only every 8th pass.
@@ -1120,18 +1047,17 @@ final class TcpQueuePair implements QueuePair {
                 return true;
             }
             case MAP_RESPONSE -> {
-                mapped();
-                return true;
+                return mapped();
             }
             case UNMAP -> {
+                SameHostPeer peer = sameHost;
+                if (peer == null) {
+                    malformed("UNMAP from a peer that is not on this host");
+                    return false;
+                }
                 synchronized (txLock) {
-                    PeerRegion m = peerRegions.remove(f.rkey);
-                    mapRequested.remove(f.rkey);
-                    lastPeerRegion = null;
-                    if (m != null) {
-                        m.arena().close();
-                    }
                     // Direct operations run under txLock: none is under way, none comes after.
+                    peer.remove(f.rkey);
                     if (!closed) {
                         frameHeader(UNMAP_ACK, 0, 0, 0, 0, 0, f.rkey, 0, 0, 0);
                         finishTransmit();
@@ -1140,9 +1066,12 @@ final class TcpQueuePair implements QueuePair {
                 return true;
             }
             case UNMAP_ACK -> {
-                TcpMemoryRegistration r;
-                synchronized (txLock) {
-                    r = awaitingUnmap.remove(f.rkey);
+                SameHostPeer peer = sameHost;
+                TcpMemoryRegistration r = null;
+                if (peer != null) {
+                    synchronized (txLock) {
+                        r = peer.unmapAcknowledged(f.rkey);
+                    }
                 }
                 if (r != null) {
                     r.peerLetGo();
@@ -1175,10 +1104,7 @@ final class TcpQueuePair implements QueuePair {
             case SEND, WRITE -> {
                 if (!refusing) {
                     if (f.type == SEND || (f.flags & FLAG_IMM) != 0) {
-                        long h = rqHead + 1;
-                        int i = (int) (h - 1) & rqMask;
-                        rqHead = h;
-                        cq.add(rqWrId[i], WorkCompletion.SUCCESS,
+                        cq.add(rq.take(), WorkCompletion.SUCCESS,
                                 f.type == SEND ? WorkCompletion.OP_RECV : WorkCompletion.OP_RECV_RDMA_WITH_IMM, f.length,
                                 f.imm, (f.flags & FLAG_IMM) != 0);
                     }
@@ -1206,7 +1132,7 @@ final class TcpQueuePair implements QueuePair {
      * within the RNR budget; past it, the request is refused with RNR_RETRY_EXC_ERR.
      */
     private boolean takeReceive(boolean forImm) {
-        if (rqHead == rqTail) {
+        if (rq.isEmpty()) {
             long now = System.nanoTime();
             if (rnrSince == 0) {
                 rnrSince = now;
@@ -1227,21 +1153,20 @@ final class TcpQueuePair implements QueuePair {
         if (forImm) {
             return true;   // the receive is consumed when the write completes
         }
-        int i = (int) rqHead & rqMask;
-        if (f.length > rqLength[i]) {
+        if (f.length > rq.headLength()) {
             // RC: the receiver's WR completes with LOC_LEN_ERR, the sender's with REM_INV_REQ_ERR.
-            rqHead = rqHead + 1;
-            cq.add(rqWrId[i], WorkCompletion.LOC_LEN_ERR, WorkCompletion.OP_RECV, f.length, 0, false);
+            int room = rq.headLength();
+            cq.add(rq.take(), WorkCompletion.LOC_LEN_ERR, WorkCompletion.OP_RECV, f.length, 0, false);
             refuse(WorkCompletion.REM_INV_REQ_ERR, "SEND", f.length + " bytes exceed the receive buffer of "
-                    + rqLength[i]);
+                    + room);
             payloadLeft = f.length;
             return true;
         }
         if (f.length > 0) {
-            TcpMemoryRegistration r = registrations.lookup(rqLkey[i]);
+            TcpMemoryRegistration r = registrations.lookup(rq.headLkey());
             if (r != null && r.enter()) {
                 payloadRegistration = r;
-                payloadDest = rqAddr[i];
+                payloadDest = rq.headAddress();
             }
         }
         payloadLeft = f.length;
@@ -1299,7 +1224,8 @@ final class TcpQueuePair implements QueuePair {
 
     /** The peer asks where our region {@code f.rkey} lives, to map it: tell it (or that it is not shareable). */
     private void answerMap() {
-        TcpSameHost support = sameHost;
+        SameHostPeer peer = sameHost;
+        TcpSameHost support = peer == null ? null : peer.support;
         TcpMemoryRegistration r = registrations.lookup(f.rkey);
         if (r == null && ++unknownKeyMapRequests > MAX_UNKNOWN_KEY_MAP_REQUESTS) {
             // An honest peer asks only for keys it was given: one that was closed since fails
@@ -1323,36 +1249,44 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
-    /** The peer said where its region lives: map it, so that later operations on it are done here. */
-    private void mapped() {
-        TcpSameHost support = sameHost;
-        if (f.status != 0 || support == null || f.compareAdd <= 0) {
-            return;   // not shareable: it stays on the socket (and is not asked again)
+    /**
+     * The peer said where its region lives: map it, so that later operations on it are done
+     * here. False (the connection ends) for an answer nobody asked for.
+     */
+    private boolean mapped() {
+        SameHostPeer peer = sameHost;
+        boolean asked;
+        synchronized (txLock) {
+            asked = peer != null && peer.answered(f.rkey);
+        }
+        if (!asked) {
+            malformed("a MAP_RESPONSE for key 0x" + Integer.toHexString(f.rkey) + ", which was not asked about");
+            return false;
+        }
+        if (f.status != 0 || f.compareAdd <= 0) {
+            return true;   // not shareable: it stays on the socket (and is not asked again)
         }
         int access = (int) f.seq;
         boolean writable = (access & (AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0;
         Arena a = Arena.ofShared();
         MemorySegment m;
         try {
-            m = support.map(peerPid, f.imm, f.swap, f.compareAdd, writable, a);
+            m = peer.support.map(peer.pid, f.imm, f.swap, f.compareAdd, writable, a);
         } catch (RuntimeException e) {
             m = null;
         }
         if (m == null) {
             a.close();
-            return;
+            return true;
         }
         synchronized (txLock) {
             if (closed) {
                 a.close();
-                return;
+                return true;
             }
-            PeerRegion old = peerRegions.put(f.rkey, new PeerRegion(f.addr, f.compareAdd, access, m, a));
-            lastPeerRegion = null;
-            if (old != null) {
-                old.arena().close();
-            }
+            peer.add(f.rkey, new SameHostPeer.PeerRegion(f.addr, f.compareAdd, access, m, a));
         }
+        return true;
     }
 
     /**
@@ -1362,8 +1296,9 @@ final class TcpQueuePair implements QueuePair {
      */
     boolean sendUnmap(TcpMemoryRegistration r) {
         synchronized (txLock) {
-            if (!closed && started && !peerGoneReported) {
-                awaitingUnmap.put(r.rkey(), r);
+            SameHostPeer peer = sameHost;
+            if (!closed && started && !peerGoneReported && peer != null) {
+                peer.awaitUnmap(r);
                 frameHeader(UNMAP, 0, 0, 0, 0, 0, r.rkey(), 0, 0, 0);
                 finishTransmit();
                 return true;
@@ -1374,10 +1309,13 @@ final class TcpQueuePair implements QueuePair {
 
     /** The connection is over: the peer posts no more on it, so it holds none of our regions. */
     private void releaseAwaitingUnmap() {
+        SameHostPeer peer = sameHost;
+        if (peer == null) {
+            return;
+        }
         java.util.List<TcpMemoryRegistration> all;
         synchronized (txLock) {
-            all = java.util.List.copyOf(awaitingUnmap.values());
-            awaitingUnmap.clear();
+            all = peer.takeAwaitingUnmap();
         }
         for (TcpMemoryRegistration r : all) {
             r.peerLetGo();
@@ -1610,11 +1548,8 @@ final class TcpQueuePair implements QueuePair {
             cq.add(sqWrId[i], sqLocalError[i] != 0 ? sqLocalError[i] : WorkCompletion.WR_FLUSH_ERR,
                     completionOpcode(sqOpcode[i]), 0, 0, false);
         }
-        long rt = rqTail;
-        while (rqHead < rt) {
-            int i = (int) rqHead & rqMask;
-            rqHead = rqHead + 1;
-            cq.add(rqWrId[i], WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
+        while (!rq.isEmpty()) {
+            cq.add(rq.take(), WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
         }
     }
 
@@ -1711,11 +1646,10 @@ final class TcpQueuePair implements QueuePair {
             }
             tx.close();
             arena.close();
-            for (PeerRegion m : peerRegions.values()) {
-                m.arena().close();
+            SameHostPeer peer = sameHost;
+            if (peer != null) {
+                peer.close();
             }
-            peerRegions.clear();
-            lastPeerRegion = null;
             ringMode = false;
             dropRings();
             parked.close();

@@ -161,6 +161,36 @@ class HostilePeerTest {
         }
     }
 
+    /**
+     * 0.1 answered "what is at key N" to anyone (base, length and access of every exposed region
+     * for keys 1..16), and mapped memory a MAP_RESPONSE nobody asked for named.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    @Timeout(60)
+    void keyProbingAndUnsolicitedMapResponsesEndTheConnection(String provider) throws Exception {
+        try (Target target = Target.start(provider)) {
+            try (RawPeer p = RawPeer.connect(target.address)) {
+                java.util.Random random = new java.util.Random(17);
+                int refused = 0;
+                for (int i = 0; i <= TcpQueuePair.MAX_UNKNOWN_KEY_MAP_REQUESTS; i++) {
+                    p.writeFully(p.frame(TcpFrameDescriptor.MAP_REQUEST, 0, 0, 0, 0, random.nextInt(), 0, 0, 0), 5_000);
+                }
+                for (ByteBuffer answer; (answer = p.awaitFrame(TcpFrameDescriptor.MAP_RESPONSE, 5_000)) != null; ) {
+                    assertEquals(1, Short.toUnsignedInt(answer.getShort(2)), "a key that names nothing: not shareable");
+                    assertEquals(0, answer.getLong(16), "no address is given for a key that names nothing");
+                    refused++;
+                }
+                assertEquals(TcpQueuePair.MAX_UNKNOWN_KEY_MAP_REQUESTS, refused,
+                        "answered (status 1) up to the limit, then the connection ended");
+            }
+            try (RawPeer p = RawPeer.connect(target.address)) {
+                p.writeFully(p.frame(TcpFrameDescriptor.MAP_RESPONSE, 0, 0, 0, 0, 0x1234, 3, 1 << 20, 0), 5_000);
+                assertTrue(p.closedWithin(2_000), "a MAP_RESPONSE nobody asked for ends the connection");
+            }
+        }
+    }
+
     /** What an attack does, given the target, the attacker's connection and the target's RSS before. */
     private interface Attack {
         void run(Target target, RawPeer attacker, long rssBeforeKib) throws Exception;
