@@ -49,17 +49,6 @@ final class TcpQueuePair implements QueuePair {
     /** Payload still to come at least this large is read straight into its destination. */
     private static final int DIRECT_READ = 16 * 1024;
     private static final VarHandle LONG_ATOMIC = ValueLayout.JAVA_LONG.varHandle();
-    private static final VarHandle SQ_TAIL, SQ_HEAD;
-
-    static {
-        try {
-            java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
-            SQ_TAIL = l.findVarHandle(TcpQueuePair.class, "sqTail", long.class);
-            SQ_HEAD = l.findVarHandle(TcpQueuePair.class, "sqHead", long.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
     /** Passes of reading per progress call: bounds the time one connection holds the IO thread. */
     private static final int READS_PER_PROGRESS = 16;
 
@@ -71,42 +60,21 @@ final class TcpQueuePair implements QueuePair {
 
     private final int fd;
     private final int qpNum;
-    private final TcpRegistrations registrations;
-    private final TcpCompletionQueue cq;
-    private final QueuePairSpec granted;
+    final TcpRegistrations registrations;
+    final TcpCompletionQueue cq;
+    final QueuePairSpec granted;
     private final Events events;
     private final long rnrBudgetNanos;
 
     private volatile boolean started;
     private volatile boolean errorRequested;
-    private volatile boolean inError;
-    private volatile boolean closed;
+    volatile boolean inError;
+    volatile boolean closed;
     private boolean peerGoneReported;
     private boolean failedInternally;
 
-    // ---- send ring: requests posted and not completed. Posters (serialised by the caller) write
-    // entries and then publish sqTail; the progress thread completes from sqHead. The entry of
-    // sequence number s is at (s - 1) & sqMask.
-    private final int sqMask;
-    private final long[] sqWrId, sqLocalAddr;
-    private final int[] sqLength, sqLkey;
-    private final byte[] sqOpcode;
-    private final boolean[] sqSignaled;
-    private final int[] sqLocalError;
-    private volatile long sqTail;   // ring positions 1..sqTail posted
-    private volatile long sqHead;   // 1..sqHead completed
-    private final long[] sqWire;    // the entry's sequence number on the wire; 0: not sent (done directly, or not at all)
-    // What a held entry needs to be issued later (see issueHeld)
-    private final long[] sqRemote, sqCompareAdd, sqSwap;
-    private final int[] sqRkey, sqImm;
-    private final boolean[] sqHeld;
-    private boolean switching;      // poster: entries are held until the stream drains (under txLock)
-    private long wireNext;          // poster: the last sequence number sent (under txLock)
-    private volatile long wirePosted;   // wireNext, published for the progress thread
-    private long lastSocketPos;     // poster: ring position of the last request sent on the socket
-
     // ---- same host (shm): the peer's regions mapped here (null: not a peer of this host)
-    private volatile SameHostPeer sameHost;
+    volatile SameHostPeer sameHost;
     /** The stream ring this side writes (offered to a same-host peer), and the peer's it reads. */
     private static final long RING_BYTES = 1 << 20;
     private ShareableMemory txRingMemory;
@@ -124,14 +92,12 @@ final class TcpQueuePair implements QueuePair {
      */
     static final long RING_SOCKET_CHECK_NANOS = 1_000_000;
     private int socketSkips;
-    private volatile boolean sqBroken;   // poster side: a local error was posted; nothing more goes out
+
+    // ---- send queue: the requester
+    private final TcpRequester requester;
 
     // ---- receive ring: receives posted, consumed by incoming SENDs / WRITE_WITH_IMMs.
     private final TcpReceiveQueue rq;
-
-    // ---- staged chain (postStaged)
-    private final long[][] staged;
-    private int firstUnposted;
 
     // ---- transmit side, shared by posters and the progress thread
     /**
@@ -139,8 +105,8 @@ final class TcpQueuePair implements QueuePair {
      * under (QueuePairSpec.postLock: the Connection's), when it gives one: a post then takes one
      * lock, the owner's, and this one again only as a recursive (free) monitor enter.
      */
-    private final Object txLock;
-    private final TcpTransmitter tx;
+    final Object txLock;
+    final TcpTransmitter tx;
     private boolean watchingOut;
 
     // ---- receive side: the progress thread only
@@ -184,24 +150,8 @@ final class TcpQueuePair implements QueuePair {
         this.txLock = spec.postLock() != null ? spec.postLock() : new Object();
         this.events = events;
         this.rnrBudgetNanos = (spec.rnrRetry() + 1L) * RNR_TIMER_MS * 1_000_000L;
-        int sq = Integer.highestOneBit(Math.max(1, spec.sendDepth() - 1)) << 1;
-        sqMask = sq - 1;
-        sqWrId = new long[sq];
-        sqLocalAddr = new long[sq];
-        sqLength = new int[sq];
-        sqLkey = new int[sq];
-        sqOpcode = new byte[sq];
-        sqSignaled = new boolean[sq];
-        sqLocalError = new int[sq];
-        sqWire = new long[sq];
-        sqRemote = new long[sq];
-        sqCompareAdd = new long[sq];
-        sqSwap = new long[sq];
-        sqRkey = new int[sq];
-        sqImm = new int[sq];
-        sqHeld = new boolean[sq];
+        requester = new TcpRequester(this, spec.sendDepth());
         rq = new TcpReceiveQueue(spec.recvDepth());
-        staged = new long[chainCapacity()][];
         tx = new TcpTransmitter(fd);
         if (support != null) {
             txRingMemory = support.allocate(SharedByteRing.HEADER + RING_BYTES);
@@ -301,270 +251,37 @@ final class TcpQueuePair implements QueuePair {
         return granted;
     }
 
-    // ================================================================= requester: posting
+    // ================================================================= requester: posting (TcpRequester)
 
     @Override
     public int postSend(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
                         int rkey, long compareAdd, long swap, int imm) {
-        synchronized (txLock) {
-            int rc = queue(wrId, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, imm);
-            finishTransmit();
-            return rc;
-        }
+        return requester.postSend(wrId, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, imm);
     }
 
     @Override
     public int chainCapacity() {
-        return sqMask + 1;
+        return requester.chainCapacity();
     }
 
     @Override
     public void stage(int index, long wrId, int opcode, int flags, long localAddr, int length, int lkey,
                       long remoteAddr, int rkey, long compareAdd, long swap, int imm) {
-        long[] s = staged[index];
-        if (s == null) {
-            s = staged[index] = new long[11];
-        }
-        s[0] = wrId;
-        s[1] = opcode;
-        s[2] = flags;
-        s[3] = localAddr;
-        s[4] = length;
-        s[5] = lkey;
-        s[6] = remoteAddr;
-        s[7] = rkey;
-        s[8] = compareAdd;
-        s[9] = swap;
-        s[10] = imm;
+        requester.stage(index, wrId, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, imm);
     }
 
     @Override
     public int postStaged(int count) {
-        synchronized (txLock) {
-            for (int i = 0; i < count; i++) {
-                long[] s = staged[i];
-                int rc = queue(s[0], (int) s[1], (int) s[2], s[3], (int) s[4], (int) s[5], s[6], (int) s[7], s[8], s[9],
-                        (int) s[10]);
-                if (rc != 0) {
-                    firstUnposted = i;
-                    finishTransmit();
-                    return rc;
-                }
-                if (tx.full()) {
-                    tx.flush();
-                }
-            }
-            finishTransmit();
-            return 0;
-        }
+        return requester.postStaged(count);
     }
 
     @Override
     public int firstUnposted() {
-        return firstUnposted;
-    }
-
-    /** Records one request in the send ring and queues its frame (or does it directly); under txLock. */
-    private int queue(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
-                      int rkey, long compareAdd, long swap, int imm) {
-        if (closed) {
-            return Errno.EINVAL;
-        }
-        long pos = sqTail + 1;
-        if (pos - sqHead > sqMask + 1 || pos - sqHead > granted.sendDepth()) {
-            return Errno.ENOMEM;
-        }
-        if ((opcode < WR_RDMA_WRITE || opcode > WR_ATOMIC_FETCH_AND_ADD) && opcode != WR_FLUSH) {
-            return Errno.EINVAL;
-        }
-        byte type = frameType(opcode);
-        int needLocal = localAccess(opcode);
-        boolean atomic = type == COMPARE_SWAP || type == FETCH_ADD;
-        if (atomic && length < 8) {
-            return Errno.EINVAL;
-        }
-        int i = (int) (pos - 1) & sqMask;
-        sqWrId[i] = wrId;
-        sqOpcode[i] = (byte) opcode;
-        sqSignaled[i] = (flags & SEND_SIGNALED) != 0;
-        sqLocalAddr[i] = localAddr;
-        sqLength[i] = atomic ? 8 : length;
-        sqLkey[i] = lkey;
-        sqWire[i] = 0;
-        TcpMemoryRegistration local = length == 0 ? null
-                : registrations.check(lkey, localAddr, atomic ? 8 : length, needLocal, null);
-        sqLocalError[i] = length != 0 && local == null ? WorkCompletion.LOC_PROT_ERR : 0;
-        if (sqLocalError[i] != 0 || sqBroken || inError) {
-            return notSent(pos);   // RC: the bad request and everything after it complete in error
-        }
-        sqRemote[i] = remoteAddr;
-        sqRkey[i] = rkey;
-        sqCompareAdd[i] = compareAdd;
-        sqSwap[i] = swap;
-        sqImm[i] = imm;
-        if (switching) {
-            return hold(pos);   // behind a switch of path: issued in order once the stream drains
-        }
-        SameHostPeer peer = sameHost;
-        if (peer != null && directKind(i)) {
-            SameHostPeer.PeerRegion m = peer.region(rkey);
-            if (m == null) {
-                requestMap(peer, rkey);
-            } else if (sqHead >= lastSocketPos) {
-                // Nothing of ours is still in the stream ahead of it, so doing it now keeps RC's order.
-                int status = SameHostPeer.direct(m, type, localAddr, atomic ? 8 : length, remoteAddr, compareAdd, swap);
-                if (status != 0) {
-                    sqLocalError[i] = status;
-                    return notSent(pos);
-                }
-                SQ_TAIL.setRelease(this, pos);   // the fence, when one is needed, is wakeIfAsleep's
-                cq.wakeIfAsleep();
-                return 0;
-            } else {
-                // Mapped, but earlier requests are still in the stream: this one, and every later
-                // one, waits until they are done, then goes (directly) in order. Sending it through
-                // the stream instead would keep a busy connection off the direct path for good.
-                switching = true;
-                return hold(pos);
-            }
-        }
-        return stream(i, pos, local);
-    }
-
-    /** Whether entry {@code i} may be done directly on a mapping (a one-sided operation with data). */
-    private boolean directKind(int i) {
-        int op = sqOpcode[i];
-        return sqLength[i] > 0 && (op == WR_RDMA_WRITE || op == WR_RDMA_READ || op == WR_ATOMIC_CMP_AND_SWP
-                || op == WR_ATOMIC_FETCH_AND_ADD);
-    }
-
-    private static byte frameType(int opcode) {
-        return switch (opcode) {
-            case WR_SEND, WR_SEND_WITH_IMM -> SEND;
-            case WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM -> WRITE;
-            case WR_RDMA_READ -> READ_REQUEST;
-            case WR_ATOMIC_CMP_AND_SWP -> COMPARE_SWAP;
-            case WR_ATOMIC_FETCH_AND_ADD -> FETCH_ADD;
-            default -> FLUSH;
-        };
-    }
-
-    /** The access the local buffer of {@code opcode} needs: reads and atomics land in it. */
-    private static int localAccess(int opcode) {
-        return opcode == WR_RDMA_READ || opcode == WR_ATOMIC_CMP_AND_SWP || opcode == WR_ATOMIC_FETCH_AND_ADD
-                ? AccessFlags.LOCAL_WRITE : 0;
-    }
-
-    /** Entry at {@code pos} is recorded but not issued yet; under txLock. */
-    private int hold(long pos) {
-        sqHeld[(int) (pos - 1) & sqMask] = true;
-        SQ_TAIL.setRelease(this, pos);
-        cq.wakeIfAsleep();
-        return 0;
-    }
-
-    /** Sends entry {@code i} (at ring position {@code pos}) through the stream; under txLock. */
-    private int stream(int i, long pos, TcpMemoryRegistration local) {
-        int opcode = sqOpcode[i];
-        byte type = frameType(opcode);
-        int length = sqLength[i];
-        boolean payload = type == SEND || type == WRITE;
-        if (payload && length > 0 && !local.enter()) {
-            sqLocalError[i] = WorkCompletion.LOC_PROT_ERR;   // closed just now
-            return notSent(pos);
-        }
-        long wire = ++wireNext;
-        sqWire[i] = wire;
-        wirePosted = wire;
-        lastSocketPos = pos;
-        int frameFlags = (sqSignaled[i] ? FLAG_ACK_REQUESTED : 0)
-                | (opcode == WR_SEND_WITH_IMM || opcode == WR_RDMA_WRITE_WITH_IMM ? FLAG_IMM : 0);
-        if (type == FLUSH) {
-            // The range's length rides in compare/add, persistence in imm (swap carries ACKs).
-            frameHeader(type, frameFlags | FLAG_ACK_REQUESTED, 0, 0, wire, sqRemote[i], sqRkey[i], (int) sqCompareAdd[i],
-                    sqSwap[i], 0);
-        } else {
-            frameHeader(type, frameFlags, 0, payload ? length : 0, wire, sqRemote[i], sqRkey[i], sqImm[i],
-                    type == READ_REQUEST ? length : sqCompareAdd[i], sqSwap[i]);
-        }
-        if (payload && length > 0) {
-            tx.addPayload(sqLocalAddr[i], length, local);
-        }
-        if (pos > sqTail) {
-            sqTail = pos;   // published before the frame can be answered
-        }
-        return 0;
-    }
-
-    /**
-     * The stream has drained up to the first held entry: issue the held ones in order, each
-     * directly when its region is mapped, else through the stream. On the progress thread.
-     */
-    private void issueHeld() {
-        synchronized (txLock) {
-            long tail = sqTail;
-            for (long pos = sqHead + 1; pos <= tail; pos++) {
-                int i = (int) (pos - 1) & sqMask;
-                if (!sqHeld[i]) {
-                    continue;
-                }
-                sqHeld[i] = false;
-                if (sqBroken || inError) {
-                    if (sqLocalError[i] == 0) {
-                        sqLocalError[i] = WorkCompletion.WR_FLUSH_ERR;
-                    }
-                    continue;
-                }
-                int length = sqLength[i];
-                int op = sqOpcode[i];
-                TcpMemoryRegistration local = length == 0 ? null
-                        : registrations.check(sqLkey[i], sqLocalAddr[i], length, localAccess(op), null);
-                if (length != 0 && local == null) {
-                    sqLocalError[i] = WorkCompletion.LOC_PROT_ERR;
-                    sqBroken = true;
-                    continue;
-                }
-                SameHostPeer peer = sameHost;
-                SameHostPeer.PeerRegion m = peer != null && directKind(i) ? peer.region(sqRkey[i]) : null;
-                if (m != null && sqHead >= lastSocketPos) {
-                    int status = SameHostPeer.direct(m, frameType(op), sqLocalAddr[i], length, sqRemote[i],
-                            sqCompareAdd[i], sqSwap[i]);
-                    if (status != 0) {
-                        sqLocalError[i] = status;
-                        sqBroken = true;
-                    }
-                } else {
-                    stream(i, pos, local);
-                }
-            }
-            switching = false;
-            finishTransmit();
-        }
-    }
-
-    /** An entry that does not go out: it (or one before it) failed here; the QP goes to error. */
-    private int notSent(long pos) {
-        int i = (int) (pos - 1) & sqMask;
-        if (sqLocalError[i] == 0) {
-            sqLocalError[i] = WorkCompletion.WR_FLUSH_ERR;   // behind a failed one
-        }
-        sqBroken = true;
-        sqTail = pos;
-        if (cq.channel != null) {
-            cq.channel.wake();
-        }
-        return 0;
-    }
-
-    /** Asks the peer where its region {@code rkey} lives, once; meanwhile operations on it use the socket. */
-    private void requestMap(SameHostPeer peer, int rkey) {
-        if (peer.shouldAsk(rkey)) {
-            frameHeader(MAP_REQUEST, 0, 0, 0, 0, 0, rkey, 0, 0, 0);
-        }
+        return requester.firstUnposted();
     }
 
     /** After queueing: send, and watch for room when the socket did not take everything. */
-    private void finishTransmit() {
+    void finishTransmit() {
         boolean done = tx.flush();
         if (ringMode) {
             return;   // room in the ring comes with a doorbell from the peer (SharedByteRing's "waits")
@@ -642,7 +359,7 @@ final class TcpQueuePair implements QueuePair {
         if (tx.failedErrno() != 0) {
             gone("sending failed: " + Errno.name(tx.failedErrno()) + " (" + Errno.describe(tx.failedErrno()) + ")");
         }
-        completeReady();
+        requester.completeReady();
         if (!peerGoneReported && ringMode) {
             receive();
             if ((++socketSkips & 7) == 0) {
@@ -824,7 +541,7 @@ final class TcpQueuePair implements QueuePair {
             lastRequestSeq = f.seq;   // received: counted here, whether it is applied now or parked
         }
         if ((f.flags & FLAG_ACK_PIGGYBACK) != 0 && f.type != COMPARE_SWAP) {
-            retire(f.swap, true);
+            requester.retire(f.swap, true);
             if (peerGoneReported) {
                 return;
             }
@@ -997,40 +714,38 @@ final class TcpQueuePair implements QueuePair {
                 return true;
             }
             case ACK -> {
-                retire(f.seq, true);
+                requester.retire(f.seq, true);
                 return true;
             }
             case NAK -> {
-                retire(f.seq - 1, true);
-                failHead(f.seq, f.status);
+                requester.retire(f.seq - 1, true);
+                requester.failHead(f.seq, f.status);
                 return true;
             }
             case READ_RESPONSE -> {
-                retire(f.seq - 1, true);
-                if (!headIs(f.seq, WR_RDMA_READ) || f.length != sqLength[(int) sqHead & sqMask]) {
+                requester.retire(f.seq - 1, true);
+                if (!requester.headIs(f.seq, WR_RDMA_READ) || f.length != requester.headLength()) {
                     malformed("READ_RESPONSE " + f.seq + " of " + f.length + " bytes answers no read outstanding");
                     return false;
                 }
-                int i = (int) sqHead & sqMask;
-                TcpMemoryRegistration r = f.length == 0 ? null : registrations.lookup(sqLkey[i]);
+                TcpMemoryRegistration r = f.length == 0 ? null : registrations.lookup(requester.headLkey());
                 if (r != null && r.enter()) {
                     payloadRegistration = r;
-                    payloadDest = sqLocalAddr[i];
+                    payloadDest = requester.headLocalAddress();
                 }
                 payloadLeft = f.length;   // a local buffer closed meanwhile: the bytes are dropped
                 return true;
             }
             case ATOMIC_RESPONSE -> {
-                retire(f.seq - 1, true);
-                if (!headIs(f.seq, WR_ATOMIC_CMP_AND_SWP) && !headIs(f.seq, WR_ATOMIC_FETCH_AND_ADD)) {
+                requester.retire(f.seq - 1, true);
+                if (!requester.headIs(f.seq, WR_ATOMIC_CMP_AND_SWP) && !requester.headIs(f.seq, WR_ATOMIC_FETCH_AND_ADD)) {
                     malformed("ATOMIC_RESPONSE " + f.seq + " answers no atomic outstanding");
                     return false;
                 }
-                int i = (int) sqHead & sqMask;
-                TcpMemoryRegistration r = registrations.lookup(sqLkey[i]);
+                TcpMemoryRegistration r = registrations.lookup(requester.headLkey());
                 if (r != null && r.enter()) {
                     try {
-                        MemorySegment.ofAddress(sqLocalAddr[i]).reinterpret(8).set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
+                        MemorySegment.ofAddress(requester.headLocalAddress()).reinterpret(8).set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
                                 f.compareAdd);
                     } finally {
                         r.exit();
@@ -1114,7 +829,7 @@ final class TcpQueuePair implements QueuePair {
                     }
                 }
             }
-            case READ_RESPONSE, ATOMIC_RESPONSE -> retire(f.seq, true);
+            case READ_RESPONSE, ATOMIC_RESPONSE -> requester.retire(f.seq, true);
             case FLUSH -> {
                 if (!refusing) {
                     ackWanted = f.seq;
@@ -1380,7 +1095,7 @@ final class TcpQueuePair implements QueuePair {
      * Queues a frame header; under txLock. Any frame but COMPARE_SWAP (whose swap field is its
      * own) and ACK/NAK carries the ACK owed to the peer, if there is one.
      */
-    private void frameHeader(byte type, int flags, int status, int length, long seq, long remoteAddr, int rkey, int imm,
+    void frameHeader(byte type, int flags, int status, int length, long seq, long remoteAddr, int rkey, int imm,
                              long compareAdd, long swap) {
         if (tx.full()) {
             tx.flush();
@@ -1448,106 +1163,10 @@ final class TcpQueuePair implements QueuePair {
 
     // ---- requester: completing the send ring
 
-    /** After {@link #retire}{@code (seq - 1)}: whether the next outstanding request is {@code seq}, a {@code opcode}. */
-    private boolean headIs(long seq, int opcode) {
-        if (sqHead >= sqTail) {
-            return false;
-        }
-        int i = (int) sqHead & sqMask;
-        return sqWire[i] == seq && sqOpcode[i] == opcode;
-    }
-
-    /**
-     * Completes, in order, every request sent up to sequence number {@code seq} as successful
-     * (and the direct ones among them); reads and atomics normally by their own response.
-     */
-    private void retire(long seq, boolean success) {
-        if (seq > wirePosted) {
-            malformed("a response for request " + seq + ", but only " + wirePosted + " were sent");
-            return;
-        }
-        long tail = sqTail;
-        while (sqHead < tail) {
-            int i = (int) sqHead & sqMask;
-            if (sqLocalError[i] != 0 || sqHeld[i] || sqWire[i] > seq) {
-                break;
-            }
-            sqHead = sqHead + 1;
-            if (success) {
-                complete(i);
-            }
-        }
-    }
-
-    /** The peer refused request {@code seq}: it fails with {@code status}; the QP goes to error. */
-    private void failHead(long seq, int status) {
-        if (sqHead >= sqTail || sqWire[(int) sqHead & sqMask] != seq) {
-            malformed("a NAK for request " + seq + ", which is not the next outstanding one");
-            return;
-        }
-        int i = (int) sqHead & sqMask;
-        sqHead = sqHead + 1;
-        cq.add(sqWrId[i], status, completionOpcode(sqOpcode[i]), 0, 0, false);
-        enterError();
-    }
-
-    /**
-     * Completes, in order, what needs no answer from the peer: operations done directly on a
-     * mapping, and a request that failed here (which puts the QP in error).
-     */
-    private void completeReady() {
-        long tail = sqTail;
-        while (sqHead < tail && !inError) {
-            int i = (int) sqHead & sqMask;
-            if (sqLocalError[i] != 0) {
-                sqHead = sqHead + 1;
-                cq.add(sqWrId[i], sqLocalError[i], completionOpcode(sqOpcode[i]), 0, 0, false);
-                enterError();
-                return;
-            }
-            if (sqHeld[i]) {
-                issueHeld();   // everything before it is done: issue it and those after it
-                continue;
-            }
-            if (sqWire[i] != 0) {
-                return;   // its answer is still to come
-            }
-            // Release, not volatile: only this thread writes sqHead, and posters reading a value
-            // a moment old only see less room (a fence per completion is not worth that moment).
-            SQ_HEAD.setRelease(this, sqHead + 1);
-            complete(i);
-        }
-    }
-
-    private void complete(int i) {
-        if (sqSignaled[i]) {
-            int op = sqOpcode[i];
-            cq.add(sqWrId[i], WorkCompletion.SUCCESS, completionOpcode(op),
-                    op == WR_ATOMIC_CMP_AND_SWP || op == WR_ATOMIC_FETCH_AND_ADD ? 8 : sqLength[i], 0, false);
-        }
-    }
-
-    private static int completionOpcode(int wrOpcode) {
-        return switch (wrOpcode) {
-            case WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM -> WorkCompletion.OP_RDMA_WRITE;
-            case WR_RDMA_READ -> WorkCompletion.OP_RDMA_READ;
-            case WR_ATOMIC_CMP_AND_SWP -> WorkCompletion.OP_COMP_SWAP;
-            case WR_ATOMIC_FETCH_AND_ADD -> WorkCompletion.OP_FETCH_ADD;
-            case WR_FLUSH -> WorkCompletion.OP_FLUSH;
-            default -> WorkCompletion.OP_SEND;
-        };
-    }
-
     /** QP in error: every request and receive outstanding completes flushed. On the progress thread. */
-    private void enterError() {
+    void enterError() {
         inError = true;
-        long tail = sqTail;
-        while (sqHead < tail) {
-            int i = (int) sqHead & sqMask;
-            sqHead = sqHead + 1;
-            cq.add(sqWrId[i], sqLocalError[i] != 0 ? sqLocalError[i] : WorkCompletion.WR_FLUSH_ERR,
-                    completionOpcode(sqOpcode[i]), 0, 0, false);
-        }
+        requester.flush();
         while (!rq.isEmpty()) {
             cq.add(rq.take(), WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
         }
@@ -1599,7 +1218,7 @@ final class TcpQueuePair implements QueuePair {
     }
 
     /** The peer broke the protocol: the connection ends, nothing of it is applied. */
-    private void malformed(String what) {
+    void malformed(String what) {
         LOG.log(System.Logger.Level.WARNING, "tcp QP {0}: protocol error from the peer, closing: {1}", qpNum, what);
         Sockets.shutdown(fd, Sockets.SHUT_RDWR);
         gone("protocol error: " + what);
