@@ -45,12 +45,6 @@ import java.util.function.Consumer;
 final class TcpQueuePair implements QueuePair {
     private static final System.Logger LOG = System.getLogger("dev.jrdma");
     static final long RNR_TIMER_MS = 100;
-    private static final int RX_BUFFER = 64 * 1024;
-    /** Payload still to come at least this large is read straight into its destination. */
-    private static final int DIRECT_READ = 16 * 1024;
-    private static final VarHandle LONG_ATOMIC = ValueLayout.JAVA_LONG.varHandle();
-    /** Passes of reading per progress call: bounds the time one connection holds the IO thread. */
-    private static final int READS_PER_PROGRESS = 16;
 
     /** What the connection manager learns from the queue pair. */
     interface Events {
@@ -58,19 +52,18 @@ final class TcpQueuePair implements QueuePair {
         void peerGone(String why);
     }
 
-    private final int fd;
-    private final int qpNum;
+    final int fd;
+    final int qpNum;
     final TcpRegistrations registrations;
     final TcpCompletionQueue cq;
     final QueuePairSpec granted;
     private final Events events;
-    private final long rnrBudgetNanos;
 
-    private volatile boolean started;
+    volatile boolean started;
     private volatile boolean errorRequested;
     volatile boolean inError;
     volatile boolean closed;
-    private boolean peerGoneReported;
+    boolean peerGoneReported;
     private boolean failedInternally;
 
     // ---- same host (shm): the peer's regions mapped here (null: not a peer of this host)
@@ -80,8 +73,8 @@ final class TcpQueuePair implements QueuePair {
     private ShareableMemory txRingMemory;
     private TcpSameHost txRingSupport;
     private Arena rxRingArena;
-    private SharedByteRing rxRing;
-    private volatile boolean ringMode;
+    SharedByteRing rxRing;
+    volatile boolean ringMode;
     private long nextSocketCheck;
     /**
      * Ring mode: how long the socket goes unread after a look found nothing. It carries only
@@ -93,11 +86,16 @@ final class TcpQueuePair implements QueuePair {
     static final long RING_SOCKET_CHECK_NANOS = 1_000_000;
     private int socketSkips;
 
-    // ---- send queue: the requester
-    private final TcpRequester requester;
+    /** Ring mode's socket reads: the doorbell bytes are drained into this. */
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment doorbells = arena.allocate(64, 8);
+
+    // ---- send queue: the requester; what the peer sends: the responder
+    final TcpRequester requester;
+    private final TcpResponder responder;
 
     // ---- receive ring: receives posted, consumed by incoming SENDs / WRITE_WITH_IMMs.
-    private final TcpReceiveQueue rq;
+    final TcpReceiveQueue rq;
 
     // ---- transmit side, shared by posters and the progress thread
     /**
@@ -109,37 +107,6 @@ final class TcpQueuePair implements QueuePair {
     final TcpTransmitter tx;
     private boolean watchingOut;
 
-    // ---- receive side: the progress thread only
-    private final Arena arena = Arena.ofShared();
-    private final MemorySegment rx = arena.allocate(RX_BUFFER, 64);
-    private final MemorySegment doorbells = arena.allocate(64, 8);
-    private int rxStart, rxEnd;
-    private boolean inFrame;            // a header was read; its payload may still be coming
-    /** Our answers waiting for the peer to read them, beyond which its requests are not read. */
-    static final long TX_BACKLOG_LIMIT = 4L << 20;
-    /** The peer's requests parked behind a SEND that found no receive (RNR), replayed in order. */
-    private final ParkedRequests parked = new ParkedRequests();
-    private boolean replaying;
-    /**
-     * The current frame's header is read but the frame is not taken: parking it would exceed the
-     * budget, or too many answers wait to be sent. The stream is not read past it until it is.
-     */
-    private volatile boolean deferred;   // written by the progress thread; posters read it to set the socket's watch
-    private final FrameHeader deferredFrame = new FrameHeader();
-    /** The frame being read (or replayed from the parked ones). */
-    private final FrameHeader f = new FrameHeader();
-    private long payloadDest;           // where the payload goes; 0: discarded
-    private long payloadLeft;
-    private TcpMemoryRegistration payloadRegistration;   // entered while payload is placed
-    private volatile long rnrSince;     // when the first parked SEND began waiting for a receive; 0: not waiting
-    private boolean refusing;           // we NAKed a request: apply nothing more from the peer
-    private long lastRequestSeq;        // the peer's requests received so far (applied or parked)
-    private long ackWanted;             // the highest request of the peer's that asked for an ACK
-    private volatile long ackReady;     // ackWanted, published for posting threads
-    private volatile long ackSentTx;    // the highest ACK sent, piggybacked or not; written under txLock
-    private boolean ackHeld;            // an ACK waited one pass for a frame to ride on
-    private final StringBuilder why = new StringBuilder();
-
     TcpQueuePair(int fd, int qpNum, TcpRegistrations registrations, TcpCompletionQueue cq, QueuePairSpec spec,
                  Events events, TcpSameHost support) {
         this.fd = fd;
@@ -149,8 +116,8 @@ final class TcpQueuePair implements QueuePair {
         this.granted = spec;
         this.txLock = spec.postLock() != null ? spec.postLock() : new Object();
         this.events = events;
-        this.rnrBudgetNanos = (spec.rnrRetry() + 1L) * RNR_TIMER_MS * 1_000_000L;
         requester = new TcpRequester(this, spec.sendDepth());
+        responder = new TcpResponder(this, spec);
         rq = new TcpReceiveQueue(spec.recvDepth());
         tx = new TcpTransmitter(fd);
         if (support != null) {
@@ -288,7 +255,7 @@ final class TcpQueuePair implements QueuePair {
         }
         if (cq.channel != null && started && done == watchingOut) {
             watchingOut = !done;
-            cq.channel.watch(fd, (deferred ? 0 : Sockets.EPOLLIN | Sockets.EPOLLRDHUP) | (watchingOut ? Sockets.EPOLLOUT : 0),
+            cq.channel.watch(fd, (responder.deferred() ? 0 : Sockets.EPOLLIN | Sockets.EPOLLRDHUP) | (watchingOut ? Sockets.EPOLLOUT : 0),
                     false);
         }
     }
@@ -305,7 +272,7 @@ final class TcpQueuePair implements QueuePair {
         if (rc != 0) {
             return rc;
         }
-        if ((rnrSince != 0 || deferred) && cq.channel != null) {
+        if (responder.waitsForReceive() && cq.channel != null) {
             cq.channel.wake();   // a parked SEND may go now
         }
         return 0;
@@ -322,6 +289,11 @@ final class TcpQueuePair implements QueuePair {
         if (cq.channel != null) {
             cq.channel.wake();
         }
+    }
+
+    /** Sends an ACK owed now, if any (before the IO thread sleeps: nothing may wait for a next pass). */
+    void flushAck() {
+        responder.flushAck();
     }
 
     // ================================================================= progress (the IO thread)
@@ -361,7 +333,7 @@ final class TcpQueuePair implements QueuePair {
         }
         requester.completeReady();
         if (!peerGoneReported && ringMode) {
-            receive();
+            responder.receive();
             if ((++socketSkips & 7) == 0) {
                 long now = System.nanoTime();
                 if (now - nextSocketCheck >= 0) {
@@ -369,117 +341,40 @@ final class TcpQueuePair implements QueuePair {
                 }
             }
             if (!peerGoneReported) {
-                sendAck();
+                responder.sendAck();
             }
             return;
         }
         if (!peerGoneReported) {
-            if (sameHost != null && !inFrame && rxStart == rxEnd) {
+            if (sameHost != null && responder.idle()) {
                 // One-sided traffic bypasses the socket; look at it every 2 us, not every pass
                 // (a recv per pass would be most of a busy IO thread's time); and read the clock
                 // only every 8th pass.
                 if ((++socketSkips & 7) != 0 && nextSocketCheck != 0) {
-                    sendAck();
+                    responder.sendAck();
                     return;
                 }
                 long now = System.nanoTime();
                 if (now - nextSocketCheck < 0) {
-                    sendAck();
+                    responder.sendAck();
                     return;
                 }
-                int before = rxEnd;
-                receive();
-                if (rxEnd == before && !inFrame) {
+                int before = responder.buffered();
+                responder.receive();
+                if (responder.buffered() == before && responder.idle()) {
                     nextSocketCheck = now + 2_000;
                 } else {
                     nextSocketCheck = 0;   // traffic: look again on the next pass
                 }
             } else {
-                receive();
+                responder.receive();
             }
-            sendAck();
+            responder.sendAck();
         }
-    }
-
-    private void receive() {
-        if (deferred && !retryDeferred()) {
-            return;
-        }
-        if (!inFrame && !parked.isEmpty()) {
-            replayParked();
-        }
-        for (int reads = 0; reads < READS_PER_PROGRESS && !peerGoneReported && !deferred; ) {
-            if (inFrame) {
-                int buffered = rxEnd - rxStart;
-                if (buffered > 0) {
-                    int take = (int) Math.min(buffered, payloadLeft);
-                    place(rx.address() + rxStart, take);
-                    rxStart += take;
-                    continue;
-                }
-                if (payloadLeft >= DIRECT_READ && payloadDest != 0) {
-                    long n = streamRead(payloadDest, payloadLeft);
-                    reads++;
-                    if (n <= 0) {
-                        if (!readFailed(n)) {
-                            return;
-                        }
-                        continue;
-                    }
-                    payloadDest += n;
-                    payloadLeft -= n;
-                    if (payloadLeft == 0) {
-                        endPayload();
-                    }
-                    continue;
-                }
-            } else if (rxEnd - rxStart >= HEADER_SIZE) {
-                int at = rxStart;
-                rxStart += HEADER_SIZE;
-                beginFrame(at);
-                continue;
-            }
-            // Need more bytes in the buffer.
-            if (rxStart == rxEnd) {
-                rxStart = rxEnd = 0;
-            } else if (rxStart > 0 && RX_BUFFER - rxEnd < HEADER_SIZE) {
-                MemorySegment.copy(rx, rxStart, rx, 0, rxEnd - rxStart);
-                rxEnd -= rxStart;
-                rxStart = 0;
-            }
-            long n = streamRead(rx.address() + rxEnd, RX_BUFFER - rxEnd);
-            reads++;
-            if (n <= 0) {
-                if (!readFailed(n)) {
-                    return;
-                }
-                continue;
-            }
-            rxEnd += (int) n;
-        }
-    }
-
-    /**
-     * Reads the peer's frames: from the socket, or in ring mode from the peer's ring (then 0
-     * bytes is "nothing now", -EAGAIN, since the socket, not the ring, says when the peer is gone).
-     */
-    private long streamRead(long address, long length) {
-        if (!ringMode) {
-            return Sockets.recv(fd, address, length);
-        }
-        long n = rxRing.read(address, length);
-        if (n < 0) {
-            malformed("the peer's ring positions are impossible");
-            return -Errno.EIO;
-        }
-        if (n > 0 && rxRing.producerWaits()) {
-            doorbell();
-        }
-        return n == 0 ? -Errno.EAGAIN : n;
     }
 
     /** Rings the peer: one byte on the socket, which its epoll watches (it drains and ignores them). */
-    private void doorbell() {
+    void doorbell() {
         synchronized (txLock) {
             tx.doorbell();
         }
@@ -496,400 +391,8 @@ final class TcpQueuePair implements QueuePair {
         return n > 0;
     }
 
-    /** A recv returned {@code n} <= 0: true to go on reading, false when there is nothing now. */
-    private boolean readFailed(long n) {
-        if (n == 0) {
-            gone("the peer closed the connection");
-            return false;
-        }
-        int errno = (int) -n;
-        if (errno == Errno.EAGAIN || errno == Errno.EINTR) {
-            return false;
-        }
-        gone("receiving failed: " + Errno.name(errno) + " (" + Errno.describe(errno) + ")");
-        return false;
-    }
-
-    /** Copies {@code count} buffered payload bytes to where they go (or drops them). */
-    private void place(long from, int count) {
-        if (payloadDest != 0) {
-            MemorySegment.copy(MemorySegment.ofAddress(from).reinterpret(count), 0,
-                    MemorySegment.ofAddress(payloadDest).reinterpret(count), 0, count);
-            payloadDest += count;
-        }
-        payloadLeft -= count;
-        if (payloadLeft == 0) {
-            endPayload();
-        }
-    }
-
-    private void beginFrame(int at) {
-        f.decode(rx, at);
-        inFrame = true;
-        payloadDest = 0;
-        payloadLeft = 0;
-        payloadRegistration = null;
-        if (f.length < 0 || (f.length > 0 && f.type != SEND && f.type != WRITE && f.type != READ_RESPONSE)) {
-            malformed("a " + typeName(f.type) + " frame claims " + f.length + " payload bytes");
-            return;
-        }
-        if (f.type < ACK) {
-            if (f.seq != lastRequestSeq + 1) {
-                malformed("request " + f.seq + " arrived after request " + lastRequestSeq + " (out of order)");
-                return;
-            }
-            lastRequestSeq = f.seq;   // received: counted here, whether it is applied now or parked
-        }
-        if ((f.flags & FLAG_ACK_PIGGYBACK) != 0 && f.type != COMPARE_SWAP) {
-            requester.retire(f.swap, true);
-            if (peerGoneReported) {
-                return;
-            }
-        }
-        if (f.type < ACK && !refusing && tx.backlogBytes() > TX_BACKLOG_LIMIT) {
-            defer();   // the peer is not reading our answers: read no more of its requests
-            return;
-        }
-        dispatch();
-    }
-
-    /** Takes the current frame: parks it behind parked ones, or applies it (or starts its payload). */
-    private void dispatch() {
-        if (f.type < ACK && !parked.isEmpty() && !refusing) {
-            if (!park()) {
-                return;   // requests after a parked one wait behind it, in order; no room: deferred
-            }
-        } else if (!continueFrame()) {
-            return;   // the connection ended (protocol error, the peer gone), or the frame was deferred
-        }
-        if (payloadLeft == 0) {
-            endPayload();
-        }
-    }
-
-    /** The current frame waits, unread past its header, and so does the stream (see {@link #deferred}). */
-    private void defer() {
-        if (!deferred) {
-            deferred = true;
-            deferredFrame.copyFrom(f);   // replaying parked frames meanwhile reuses the current frame
-            if (!ringMode) {
-                watchIn(false);   // a receive posted (postRecv) or the socket taking our answers wakes the thread
-            }
-        }
-    }
-
-    /** Tries the deferred frame again; true when it was taken and the stream may be read on. */
-    private boolean retryDeferred() {
-        if (!parked.isEmpty()) {
-            replayParked();
-        }
-        if (peerGoneReported || (tx.backlogBytes() > TX_BACKLOG_LIMIT && !refusing)) {
-            return false;
-        }
-        deferred = false;
-        load(deferredFrame);
-        dispatch();
-        if (deferred) {
-            return false;
-        }
-        if (!ringMode && !peerGoneReported) {
-            watchIn(true);
-        }
-        return true;
-    }
-
-    /**
-     * Parks the current request: its payload goes into a buffer of its own, and it is applied
-     * later, in order. False when that would exceed the budget ({@link ParkedRequests#BUDGET}):
-     * then nothing is allocated and the frame is {@link #defer deferred}.
-     */
-    private boolean park() {
-        if (!parked.fits(f.length)) {
-            defer();
-            return false;
-        }
-        payloadDest = parked.park(f);
-        payloadLeft = f.length;
-        return true;
-    }
-
-    /** Makes {@code h} the current frame, its payload not started. */
-    private void load(FrameHeader h) {
-        f.copyFrom(h);
-        inFrame = true;
-        payloadDest = 0;
-        payloadLeft = 0;
-        payloadRegistration = null;
-    }
-
-    /** Applies parked requests in order, as far as receives are posted for the SENDs among them. */
-    private void replayParked() {
-        while (!parked.isEmpty() && !peerGoneReported) {
-            ParkedRequests.Parked p = parked.first();
-            load(p.header);
-            replaying = true;
-            boolean go;
-            try {
-                go = continueFrame();
-            } finally {
-                replaying = false;
-            }
-            if (!go) {
-                inFrame = false;
-                return;   // still no receive for it (within the RNR budget)
-            }
-            rnrSince = 0;   // the head went: the next SEND that finds no receive has a budget of its own
-            if (payloadLeft > 0) {
-                place(p.payloadAddress(), (int) payloadLeft);   // ends the frame
-            } else {
-                endPayload();
-            }
-            parked.removeFirst();
-        }
-    }
-
-    /**
-     * Decides where the current frame's payload goes and applies what has no payload. Returns
-     * false while a SEND waits for a receive (the frame stays current).
-     */
-    private boolean continueFrame() {
-        if (peerGoneReported) {
-            return false;
-        }
-        if (f.type < ACK && inError && !refusing) {
-            // An RC QP in error answers nothing and its peer's request times out; say so at once.
-            refuse(WorkCompletion.RETRY_EXC_ERR, typeName(f.type), "this side's queue pair is in error");
-        }
-        switch (f.type) {
-            case SEND -> {
-                if (refusing) {
-                    payloadLeft = f.length;
-                    return true;
-                }
-                return takeReceive(false);
-            }
-            case WRITE -> {
-                if (refusing) {
-                    payloadLeft = f.length;
-                    return true;
-                }
-                if ((f.flags & FLAG_IMM) != 0) {
-                    if (!takeReceive(true)) {
-                        return false;
-                    }
-                    if (parked.filling()) {
-                        return true;   // parked until a receive is posted for its immediate
-                    }
-                }
-                if (f.length > 0) {
-                    why.setLength(0);
-                    TcpMemoryRegistration r = registrations.check(f.rkey, f.addr, f.length, AccessFlags.REMOTE_WRITE, why);
-                    if (r == null || !r.enter()) {
-                        refuse(WorkCompletion.REM_ACCESS_ERR, "WRITE", r == null ? why : "the region was closed");
-                        payloadLeft = f.length;
-                        return true;
-                    }
-                    payloadRegistration = r;
-                    payloadDest = f.addr;
-                    payloadLeft = f.length;
-                }
-                return true;
-            }
-            case READ_REQUEST -> {
-                if (!refusing) {
-                    respondToRead();
-                }
-                return true;
-            }
-            case COMPARE_SWAP, FETCH_ADD -> {
-                if (!refusing) {
-                    respondToAtomic();
-                }
-                return true;
-            }
-            case FLUSH -> {
-                if (!refusing) {
-                    applyFlush();
-                }
-                return true;
-            }
-            case ACK -> {
-                requester.retire(f.seq, true);
-                return true;
-            }
-            case NAK -> {
-                requester.retire(f.seq - 1, true);
-                requester.failHead(f.seq, f.status);
-                return true;
-            }
-            case READ_RESPONSE -> {
-                requester.retire(f.seq - 1, true);
-                if (!requester.headIs(f.seq, WR_RDMA_READ) || f.length != requester.headLength()) {
-                    malformed("READ_RESPONSE " + f.seq + " of " + f.length + " bytes answers no read outstanding");
-                    return false;
-                }
-                TcpMemoryRegistration r = f.length == 0 ? null : registrations.lookup(requester.headLkey());
-                if (r != null && r.enter()) {
-                    payloadRegistration = r;
-                    payloadDest = requester.headLocalAddress();
-                }
-                payloadLeft = f.length;   // a local buffer closed meanwhile: the bytes are dropped
-                return true;
-            }
-            case ATOMIC_RESPONSE -> {
-                requester.retire(f.seq - 1, true);
-                if (!requester.headIs(f.seq, WR_ATOMIC_CMP_AND_SWP) && !requester.headIs(f.seq, WR_ATOMIC_FETCH_AND_ADD)) {
-                    malformed("ATOMIC_RESPONSE " + f.seq + " answers no atomic outstanding");
-                    return false;
-                }
-                TcpMemoryRegistration r = registrations.lookup(requester.headLkey());
-                if (r != null && r.enter()) {
-                    try {
-                        MemorySegment.ofAddress(requester.headLocalAddress()).reinterpret(8).set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
-                                f.compareAdd);
-                    } finally {
-                        r.exit();
-                    }
-                }
-                return true;
-            }
-            case DISCONNECT -> {
-                gone("the peer disconnected");
-                return false;
-            }
-            case MAP_REQUEST -> {
-                answerMap();
-                return true;
-            }
-            case MAP_RESPONSE -> {
-                return mapped();
-            }
-            case UNMAP -> {
-                SameHostPeer peer = sameHost;
-                if (peer == null) {
-                    malformed("UNMAP from a peer that is not on this host");
-                    return false;
-                }
-                synchronized (txLock) {
-                    // Direct operations run under txLock: none is under way, none comes after.
-                    peer.remove(f.rkey);
-                    if (!closed) {
-                        frameHeader(UNMAP_ACK, 0, 0, 0, 0, 0, f.rkey, 0, 0, 0);
-                        finishTransmit();
-                    }
-                }
-                return true;
-            }
-            case UNMAP_ACK -> {
-                SameHostPeer peer = sameHost;
-                TcpMemoryRegistration r = null;
-                if (peer != null) {
-                    synchronized (txLock) {
-                        r = peer.unmapAcknowledged(f.rkey);
-                    }
-                }
-                if (r != null) {
-                    r.peerLetGo();
-                }
-                return true;
-            }
-            default -> {
-                malformed("unknown frame type " + f.type);
-                return false;
-            }
-        }
-    }
-
-    /** The frame (and its payload) is done: complete what it completes. */
-    private void endPayload() {
-        cq.served++;   // a pass that ends a frame did work, even when it completes nothing here
-        if (payloadRegistration != null) {
-            payloadRegistration.exit();
-            payloadRegistration = null;
-        }
-        inFrame = false;
-        if (parked.filling()) {
-            parked.filled();   // read whole; applied in order by replayParked
-            return;
-        }
-        if (peerGoneReported) {
-            return;
-        }
-        switch (f.type) {
-            case SEND, WRITE -> {
-                if (!refusing) {
-                    if (f.type == SEND || (f.flags & FLAG_IMM) != 0) {
-                        cq.add(rq.take(), WorkCompletion.SUCCESS,
-                                f.type == SEND ? WorkCompletion.OP_RECV : WorkCompletion.OP_RECV_RDMA_WITH_IMM, f.length,
-                                f.imm, (f.flags & FLAG_IMM) != 0);
-                    }
-                    if ((f.flags & FLAG_ACK_REQUESTED) != 0) {
-                        ackWanted = f.seq;
-                        ackReady = f.seq;
-                    }
-                }
-            }
-            case READ_RESPONSE, ATOMIC_RESPONSE -> requester.retire(f.seq, true);
-            case FLUSH -> {
-                if (!refusing) {
-                    ackWanted = f.seq;
-                    ackReady = f.seq;
-                }
-            }
-            default -> {
-                // READ and atomics: their response answers them (and everything before them).
-            }
-        }
-    }
-
-    /**
-     * The current SEND (or WRITE_WITH_IMM) needs a posted receive. False while none is posted,
-     * within the RNR budget; past it, the request is refused with RNR_RETRY_EXC_ERR.
-     */
-    private boolean takeReceive(boolean forImm) {
-        if (rq.isEmpty()) {
-            long now = System.nanoTime();
-            if (rnrSince == 0) {
-                rnrSince = now;
-            }
-            if (!replaying && parked.isEmpty() && park()) {
-                // Parked (and, in order, every request after it): the stream is read on.
-                return true;
-            }
-            if (now - rnrSince < rnrBudgetNanos) {
-                return false;   // waits at the head of the parked ones, or deferred
-            }
-            rnrSince = 0;
-            refuse(WorkCompletion.RNR_RETRY_EXC_ERR, forImm ? "WRITE_WITH_IMM" : "SEND",
-                    "no receive was posted within " + rnrBudgetNanos / 1_000_000 + " ms");
-            payloadLeft = f.length;
-            return true;
-        }
-        if (forImm) {
-            return true;   // the receive is consumed when the write completes
-        }
-        if (f.length > rq.headLength()) {
-            // RC: the receiver's WR completes with LOC_LEN_ERR, the sender's with REM_INV_REQ_ERR.
-            int room = rq.headLength();
-            cq.add(rq.take(), WorkCompletion.LOC_LEN_ERR, WorkCompletion.OP_RECV, f.length, 0, false);
-            refuse(WorkCompletion.REM_INV_REQ_ERR, "SEND", f.length + " bytes exceed the receive buffer of "
-                    + room);
-            payloadLeft = f.length;
-            return true;
-        }
-        if (f.length > 0) {
-            TcpMemoryRegistration r = registrations.lookup(rq.headLkey());
-            if (r != null && r.enter()) {
-                payloadRegistration = r;
-                payloadDest = rq.headAddress();
-            }
-        }
-        payloadLeft = f.length;
-        return true;
-    }
-
     /** While a SEND waits for a receive, the socket is not read, so it must not wake the IO thread either. */
-    private void watchIn(boolean on) {
+    void watchIn(boolean on) {
         if (cq.channel != null) {
             synchronized (txLock) {
                 cq.channel.watch(fd, (on ? Sockets.EPOLLIN | Sockets.EPOLLRDHUP : 0)
@@ -898,38 +401,8 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
-    /**
-     * A FLUSH: the writes before it are applied already (in order, by this thread), so
-     * visibility holds; for persistence, a region that is a mapped file is forced to storage.
-     * It is acknowledged like a write (endPayload: it always asks for an ACK).
-     */
-    private void applyFlush() {
-        why.setLength(0);
-        long length = f.compareAdd;
-        TcpMemoryRegistration r = length <= 0 ? null
-                : registrations.check(f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
-        if (length > 0 && (r == null || !r.enter())) {
-            refuse(WorkCompletion.REM_ACCESS_ERR, "FLUSH", r == null ? why : "the region was closed");
-            return;
-        }
-        if (r == null) {
-            return;
-        }
-        try {
-            if (f.imm == 1 && r.memory().isMapped()) {
-                r.memory().asSlice(f.addr - r.memory().address(), length).force();
-                PERSISTENT_FLUSHES.incrementAndGet();
-            }
-        } catch (RuntimeException e) {
-            refuse(WorkCompletion.REM_OP_ERR, "FLUSH", "forcing the mapped file failed: " + e);
-        } finally {
-            r.exit();
-        }
-    }
-
     /** MAP_REQUESTs for keys that name no memory a connection may make before it is ended as a key search. */
     static final int MAX_UNKNOWN_KEY_MAP_REQUESTS = 16;
-    private int unknownKeyMapRequests;
 
     /** Queue pairs that started in ring mode, in this process (for tests and diagnostics). */
     static final java.util.concurrent.atomic.AtomicLong RING_CONNECTIONS = new java.util.concurrent.atomic.AtomicLong();
@@ -937,38 +410,11 @@ final class TcpQueuePair implements QueuePair {
     /** Mapped-file ranges forced by PERSISTENT flushes, in this process (for tests and diagnostics). */
     static final java.util.concurrent.atomic.AtomicLong PERSISTENT_FLUSHES = new java.util.concurrent.atomic.AtomicLong();
 
-    /** The peer asks where our region {@code f.rkey} lives, to map it: tell it (or that it is not shareable). */
-    private void answerMap() {
-        SameHostPeer peer = sameHost;
-        TcpSameHost support = peer == null ? null : peer.support;
-        TcpMemoryRegistration r = registrations.lookup(f.rkey);
-        if (r == null && ++unknownKeyMapRequests > MAX_UNKNOWN_KEY_MAP_REQUESTS) {
-            // An honest peer asks only for keys it was given: one that was closed since fails
-            // the operation behind it, and the connection with it. Many are a search for keys.
-            malformed(unknownKeyMapRequests + " MAP_REQUESTs named keys that name no memory (probing for keys)");
-            return;
-        }
-        // Memory registered for local access only (the pool's chunks) is never mapped by a peer.
-        long[] where = support == null || r == null
-                || (r.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) == 0
-                ? null : support.locate(r.memory());
-        synchronized (txLock) {
-            if (where == null) {
-                frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, f.rkey, 0, 0, 0);
-            } else {
-                r.sharedWith(this);
-                frameHeader(MAP_RESPONSE, 0, 0, 0, r.access(), r.memory().address(), f.rkey, (int) where[0],
-                        r.memory().byteSize(), where[1]);
-            }
-            finishTransmit();
-        }
-    }
-
     /**
      * The peer said where its region lives: map it, so that later operations on it are done
      * here. False (the connection ends) for an answer nobody asked for.
      */
-    private boolean mapped() {
+    boolean mapped(FrameHeader f) {
         SameHostPeer peer = sameHost;
         boolean asked;
         synchronized (txLock) {
@@ -1037,60 +483,6 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
-    private void respondToRead() {
-        int length = (int) f.compareAdd;
-        if (f.compareAdd < 0 || f.compareAdd > MAX_PAYLOAD) {
-            refuse(WorkCompletion.REM_INV_REQ_ERR, "READ", "it asks for " + f.compareAdd + " bytes");
-            return;
-        }
-        TcpMemoryRegistration r = null;
-        if (length > 0) {
-            why.setLength(0);
-            r = registrations.check(f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
-            if (r == null || !r.enter()) {
-                refuse(WorkCompletion.REM_ACCESS_ERR, "READ", r == null ? why : "the region was closed");
-                return;
-            }
-        }
-        synchronized (txLock) {
-            respondHeader(READ_RESPONSE, 0, length, f.seq, 0);
-            tx.addPayload(f.addr, length, r);
-            finishTransmit();
-        }
-    }
-
-    private void respondToAtomic() {
-        why.setLength(0);
-        TcpMemoryRegistration r = registrations.check(f.rkey, f.addr, 8, AccessFlags.REMOTE_ATOMIC, why);
-        if (r == null || (f.addr & 7) != 0 || !r.enter()) {
-            if (r != null && (f.addr & 7) != 0) {
-                refuse(WorkCompletion.REM_INV_REQ_ERR, typeName(f.type), "address 0x" + Long.toHexString(f.addr)
-                        + " is not 8-byte aligned");
-            } else {
-                refuse(WorkCompletion.REM_ACCESS_ERR, typeName(f.type), r == null ? why : "the region was closed");
-            }
-            return;
-        }
-        long prior;
-        try {
-            MemorySegment word = MemorySegment.ofAddress(f.addr).reinterpret(8);
-            prior = f.type == COMPARE_SWAP
-                    ? (long) LONG_ATOMIC.compareAndExchange(word, 0L, f.compareAdd, f.swap)
-                    : (long) LONG_ATOMIC.getAndAdd(word, 0L, f.compareAdd);
-        } finally {
-            r.exit();
-        }
-        synchronized (txLock) {
-            respondHeader(ATOMIC_RESPONSE, 0, 0, f.seq, prior);
-            finishTransmit();
-        }
-    }
-
-    /** A response frame (READ_RESPONSE, ATOMIC_RESPONSE, DISCONNECT), with any ACK owed riding on it; under txLock. */
-    private void respondHeader(byte type, int status, int length, long seq, long value) {
-        frameHeader(type, 0, status, length, seq, 0, 0, 0, value, 0);
-    }
-
     /**
      * Queues a frame header; under txLock. Any frame but COMPARE_SWAP (whose swap field is its
      * own) and ACK/NAK carries the ACK owed to the peer, if there is one.
@@ -1101,9 +493,8 @@ final class TcpQueuePair implements QueuePair {
             tx.flush();
         }
         if (type != COMPARE_SWAP && type != ACK && type != NAK && type < MAP_REQUEST) {
-            long a = ackReady;
-            if (a > ackSentTx && !refusing) {
-                ackSentTx = a;
+            long a = responder.piggybackAck();
+            if (a != 0) {
                 flags |= FLAG_ACK_PIGGYBACK;
                 swap = a;
             }
@@ -1111,54 +502,6 @@ final class TcpQueuePair implements QueuePair {
         TcpFrameDescriptor.write(tx.header(), tx.nextHeaderOffset(), type, flags, status, length, seq, remoteAddr, rkey,
                 imm, compareAdd, swap);
         tx.addHeader();
-    }
-
-    /**
-     * After a pass of reading: an ACK still owed waits one pass for a frame going back to ride
-     * on (the peer's ping-pong answer, a read response), then goes alone.
-     */
-    private void sendAck() {
-        if (ackWanted > ackSentTx && !refusing) {
-            if (!ackHeld) {
-                ackHeld = true;
-                return;
-            }
-            flushAck();
-        } else {
-            ackHeld = false;
-        }
-    }
-
-    /** Sends an ACK owed now, if any (before the IO thread sleeps: nothing may wait for a next pass). */
-    void flushAck() {
-        ackHeld = false;
-        if (refusing) {
-            return;
-        }
-        synchronized (txLock) {
-            long a = ackReady;
-            if (a > ackSentTx && !closed && started) {
-                ackSentTx = a;
-                frameHeader(ACK, 0, 0, 0, a, 0, 0, 0, 0, 0);
-                finishTransmit();
-            }
-        }
-    }
-
-    /** Refuses the current request: NAK it, and apply nothing more from the peer (RC: the connection ends). */
-    private void refuse(int status, String what, CharSequence reason) {
-        LOG.log(System.Logger.Level.DEBUG, "tcp QP {0}: refused {1} {2}: {3} ({4})", qpNum, what, f.seq, reason,
-                WorkCompletion.statusName(status));
-        refusing = true;
-        synchronized (txLock) {
-            long a = ackReady;
-            if (a > ackSentTx && a < f.seq) {
-                ackSentTx = a;
-                frameHeader(ACK, 0, 0, 0, a, 0, 0, 0, 0, 0);
-            }
-            frameHeader(NAK, 0, status, 0, f.seq, 0, 0, 0, 0, 0);
-            finishTransmit();
-        }
     }
 
     // ---- requester: completing the send ring
@@ -1178,16 +521,13 @@ final class TcpQueuePair implements QueuePair {
      * goes to error when its owner moves it there ({@link #moveToError}), which flushes what is
      * outstanding with the disconnect as the known cause.
      */
-    private void gone(String reason) {
+    void gone(String reason) {
         if (peerGoneReported) {
             return;
         }
         peerGoneReported = true;
         LOG.log(System.Logger.Level.DEBUG, "tcp QP {0}: {1}", qpNum, reason);
-        if (payloadRegistration != null) {
-            payloadRegistration.exit();
-            payloadRegistration = null;
-        }
+        responder.releasePayload();
         if (cq.channel != null) {
             cq.channel.unwatch(fd);
         }
@@ -1205,10 +545,7 @@ final class TcpQueuePair implements QueuePair {
         }
         failedInternally = true;   // progress does nothing more: what threw is not tried again
         try {
-            if (payloadRegistration != null) {
-                payloadRegistration.exit();
-                payloadRegistration = null;
-            }
+            responder.releasePayload();
             Sockets.shutdown(fd, Sockets.SHUT_RDWR);
         } finally {
             gone("internal error: " + t);
@@ -1230,7 +567,7 @@ final class TcpQueuePair implements QueuePair {
             if (closed || !started) {
                 return;
             }
-            respondHeader(DISCONNECT, 0, 0, 0, 0);
+            frameHeader(DISCONNECT, 0, 0, 0, 0, 0, 0, 0, 0, 0);
             finishTransmit();
             // A backlog still unsent is dropped by shutdown's FIN only after it; the socket keeps it.
             Sockets.shutdown(fd, Sockets.SHUT_WR);
@@ -1259,11 +596,8 @@ final class TcpQueuePair implements QueuePair {
             if (cq.channel != null && started && !peerGoneReported) {
                 cq.channel.unwatch(fd);
             }
-            if (payloadRegistration != null) {
-                payloadRegistration.exit();
-                payloadRegistration = null;
-            }
             tx.close();
+            responder.close();
             arena.close();
             SameHostPeer peer = sameHost;
             if (peer != null) {
@@ -1271,7 +605,6 @@ final class TcpQueuePair implements QueuePair {
             }
             ringMode = false;
             dropRings();
-            parked.close();
         }
         releaseAwaitingUnmap();
     }

@@ -36,7 +36,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * in a JVM of its own ({@link HostileTargetMain}, fixed pre-touched heap, so its RSS growth is
  * the native memory the attack cost it). Each case passes when the server's RSS grows by at most
  * {@value #RSS_BOUND_MIB} MiB (64 MiB plus the per-connection budgets:
- * {@link ParkedRequests#BUDGET} of parked requests, {@link TcpQueuePair#TX_BACKLOG_LIMIT} of
+ * {@link ParkedRequests#BUDGET} of parked requests, {@link TcpResponder#TX_BACKLOG_LIMIT} of
  * answers plus one READ response), an honest control connection to the same server keeps its
  * p99 round trip under 10 ms throughout, and the server's IO thread lives (the control
  * connection is still ESTABLISHED at the end). Run on tcp and on shm (whose server takes a

@@ -1,0 +1,770 @@
+package dev.jrdma.provider.tcp;
+
+import static dev.jrdma.provider.tcp.TcpFrameDescriptor.*;
+import static dev.jrdma.spi.QueuePair.*;
+
+import dev.jrdma.os.Errno;
+import dev.jrdma.os.Sockets;
+import dev.jrdma.spi.AccessFlags;
+import dev.jrdma.spi.QueuePairSpec;
+import dev.jrdma.spi.WorkCompletion;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The responder side of a tcp queue pair, on the progress thread: it reads the peer's frames
+ * (from the socket, or from the peer's ring on a same-host connection), checks each as hostile
+ * input (sequence, length, key, bounds, access), applies requests to this device's
+ * registrations (SEND into a posted receive, WRITE, READ, atomics, FLUSH) and answers them in
+ * order; responses to this side's own requests go to the {@link TcpRequester}. It keeps every
+ * peer within its budgets: requests parked behind a SEND that waits for a receive
+ * ({@link ParkedRequests}), and answers the peer does not read ({@value #TX_BACKLOG_LIMIT}
+ * bytes), past which the stream is not read. The first request it refuses is NAKed and nothing
+ * more of the peer's is applied, as an RC responder does.
+ */
+final class TcpResponder implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger("dev.jrdma");
+    private final TcpQueuePair qp;
+    /** {@code (rnrRetry + 1) x} {@value TcpQueuePair#RNR_TIMER_MS} ms: how long a SEND waits for a receive. */
+    private final long rnrBudgetNanos;
+    /** MAP_REQUESTs of the peer's that named no memory (see {@link TcpQueuePair#MAX_UNKNOWN_KEY_MAP_REQUESTS}). */
+    private int unknownKeyMapRequests;
+
+    /** Passes of reading per progress call: bounds the time one connection holds the IO thread. */
+    private static final int READS_PER_PROGRESS = 16;
+    private static final VarHandle LONG_ATOMIC = ValueLayout.JAVA_LONG.varHandle();
+    /** Payload still to come at least this large is read straight into its destination. */
+    private static final int DIRECT_READ = 16 * 1024;
+    private static final int RX_BUFFER = 64 * 1024;
+    // ---- receive side: the progress thread only
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment rx = arena.allocate(RX_BUFFER, 64);
+    private int rxStart, rxEnd;
+    private boolean inFrame;            // a header was read; its payload may still be coming
+    /** Our answers waiting for the peer to read them, beyond which its requests are not read. */
+    static final long TX_BACKLOG_LIMIT = 4L << 20;
+    /** The peer's requests parked behind a SEND that found no receive (RNR), replayed in order. */
+    private final ParkedRequests parked = new ParkedRequests();
+    private boolean replaying;
+    /**
+     * The current frame's header is read but the frame is not taken: parking it would exceed the
+     * budget, or too many answers wait to be sent. The stream is not read past it until it is.
+     */
+    private volatile boolean deferred;   // written by the progress thread; posters read it to set the socket's watch
+    private final FrameHeader deferredFrame = new FrameHeader();
+    /** The frame being read (or replayed from the parked ones). */
+    private final FrameHeader f = new FrameHeader();
+    private long payloadDest;           // where the payload goes; 0: discarded
+    private long payloadLeft;
+    private TcpMemoryRegistration payloadRegistration;   // entered while payload is placed
+    private volatile long rnrSince;     // when the first parked SEND began waiting for a receive; 0: not waiting
+    private boolean refusing;           // we NAKed a request: apply nothing more from the peer
+    private long lastRequestSeq;        // the peer's requests received so far (applied or parked)
+    private long ackWanted;             // the highest request of the peer's that asked for an ACK
+    private volatile long ackReady;     // ackWanted, published for posting threads
+    private volatile long ackSentTx;    // the highest ACK sent, piggybacked or not; written under qp.txLock
+    private boolean ackHeld;            // an ACK waited one pass for a frame to ride on
+    private final StringBuilder why = new StringBuilder();
+
+
+    TcpResponder(TcpQueuePair qp, QueuePairSpec spec) {
+        this.qp = qp;
+        this.rnrBudgetNanos = (spec.rnrRetry() + 1L) * TcpQueuePair.RNR_TIMER_MS * 1_000_000L;
+    }
+
+    /** Whether the stream is read to the end of what came: no frame half read, nothing buffered. */
+    boolean idle() {
+        return !inFrame && rxStart == rxEnd;
+    }
+
+    /** Bytes read from the socket so far into the buffer (a change says the stream moved). */
+    int buffered() {
+        return rxEnd;
+    }
+
+    /** Whether the current frame is deferred (the stream is not read until it is taken). */
+    boolean deferred() {
+        return deferred;
+    }
+
+    /** A SEND waits for a receive, at the head of the parked ones or deferred: a posted receive should wake the thread. */
+    boolean waitsForReceive() {
+        return rnrSince != 0 || deferred;
+    }
+
+    /** The ACK to put on a frame going back now (0: none owed); under the transmit lock. */
+    long piggybackAck() {
+        long a = ackReady;
+        if (a > ackSentTx && !refusing) {
+            ackSentTx = a;
+            return a;
+        }
+        return 0;
+    }
+
+    /** The connection ends: a payload being placed lets go of its registration. */
+    void releasePayload() {
+        if (payloadRegistration != null) {
+            payloadRegistration.exit();
+            payloadRegistration = null;
+        }
+    }
+
+    @Override
+    public void close() {
+        releasePayload();
+        arena.close();
+        parked.close();
+    }
+
+    void receive() {
+        if (deferred && !retryDeferred()) {
+            return;
+        }
+        if (!inFrame && !parked.isEmpty()) {
+            replayParked();
+        }
+        for (int reads = 0; reads < READS_PER_PROGRESS && !qp.peerGoneReported && !deferred; ) {
+            if (inFrame) {
+                int buffered = rxEnd - rxStart;
+                if (buffered > 0) {
+                    int take = (int) Math.min(buffered, payloadLeft);
+                    place(rx.address() + rxStart, take);
+                    rxStart += take;
+                    continue;
+                }
+                if (payloadLeft >= DIRECT_READ && payloadDest != 0) {
+                    long n = streamRead(payloadDest, payloadLeft);
+                    reads++;
+                    if (n <= 0) {
+                        if (!readFailed(n)) {
+                            return;
+                        }
+                        continue;
+                    }
+                    payloadDest += n;
+                    payloadLeft -= n;
+                    if (payloadLeft == 0) {
+                        endPayload();
+                    }
+                    continue;
+                }
+            } else if (rxEnd - rxStart >= HEADER_SIZE) {
+                int at = rxStart;
+                rxStart += HEADER_SIZE;
+                beginFrame(at);
+                continue;
+            }
+            // Need more bytes in the buffer.
+            if (rxStart == rxEnd) {
+                rxStart = rxEnd = 0;
+            } else if (rxStart > 0 && RX_BUFFER - rxEnd < HEADER_SIZE) {
+                MemorySegment.copy(rx, rxStart, rx, 0, rxEnd - rxStart);
+                rxEnd -= rxStart;
+                rxStart = 0;
+            }
+            long n = streamRead(rx.address() + rxEnd, RX_BUFFER - rxEnd);
+            reads++;
+            if (n <= 0) {
+                if (!readFailed(n)) {
+                    return;
+                }
+                continue;
+            }
+            rxEnd += (int) n;
+        }
+    }
+
+
+    /**
+     * Reads the peer's frames: from the socket, or in ring mode from the peer's ring (then 0
+     * bytes is "nothing now", -EAGAIN, since the socket, not the ring, says when the peer is gone).
+     */
+    private long streamRead(long address, long length) {
+        if (!qp.ringMode) {
+            return Sockets.recv(qp.fd, address, length);
+        }
+        long n = qp.rxRing.read(address, length);
+        if (n < 0) {
+            qp.malformed("the peer's ring positions are impossible");
+            return -Errno.EIO;
+        }
+        if (n > 0 && qp.rxRing.producerWaits()) {
+            qp.doorbell();
+        }
+        return n == 0 ? -Errno.EAGAIN : n;
+    }
+
+
+    /** A recv returned {@code n} <= 0: true to go on reading, false when there is nothing now. */
+    private boolean readFailed(long n) {
+        if (n == 0) {
+            qp.gone("the peer qp.closed the connection");
+            return false;
+        }
+        int errno = (int) -n;
+        if (errno == Errno.EAGAIN || errno == Errno.EINTR) {
+            return false;
+        }
+        qp.gone("receiving failed: " + Errno.name(errno) + " (" + Errno.describe(errno) + ")");
+        return false;
+    }
+
+
+    /** Copies {@code count} buffered payload bytes to where they go (or drops them). */
+    private void place(long from, int count) {
+        if (payloadDest != 0) {
+            MemorySegment.copy(MemorySegment.ofAddress(from).reinterpret(count), 0,
+                    MemorySegment.ofAddress(payloadDest).reinterpret(count), 0, count);
+            payloadDest += count;
+        }
+        payloadLeft -= count;
+        if (payloadLeft == 0) {
+            endPayload();
+        }
+    }
+
+
+    private void beginFrame(int at) {
+        f.decode(rx, at);
+        inFrame = true;
+        payloadDest = 0;
+        payloadLeft = 0;
+        payloadRegistration = null;
+        if (f.length < 0 || (f.length > 0 && f.type != SEND && f.type != WRITE && f.type != READ_RESPONSE)) {
+            qp.malformed("a " + typeName(f.type) + " frame claims " + f.length + " payload bytes");
+            return;
+        }
+        if (f.type < ACK) {
+            if (f.seq != lastRequestSeq + 1) {
+                qp.malformed("request " + f.seq + " arrived after request " + lastRequestSeq + " (out of order)");
+                return;
+            }
+            lastRequestSeq = f.seq;   // received: counted here, whether it is applied now or parked
+        }
+        if ((f.flags & FLAG_ACK_PIGGYBACK) != 0 && f.type != COMPARE_SWAP) {
+            qp.requester.retire(f.swap, true);
+            if (qp.peerGoneReported) {
+                return;
+            }
+        }
+        if (f.type < ACK && !refusing && qp.tx.backlogBytes() > TX_BACKLOG_LIMIT) {
+            defer();   // the peer is not reading our answers: read no more of its requests
+            return;
+        }
+        dispatch();
+    }
+
+
+    /** Takes the current frame: parks it behind parked ones, or applies it (or starts its payload). */
+    private void dispatch() {
+        if (f.type < ACK && !parked.isEmpty() && !refusing) {
+            if (!park()) {
+                return;   // requests after a parked one wait behind it, in order; no room: deferred
+            }
+        } else if (!continueFrame()) {
+            return;   // the connection ended (protocol error, the peer gone), or the frame was deferred
+        }
+        if (payloadLeft == 0) {
+            endPayload();
+        }
+    }
+
+
+    /** The current frame waits, unread past its header, and so does the stream (see {@link #deferred}). */
+    private void defer() {
+        if (!deferred) {
+            deferred = true;
+            deferredFrame.copyFrom(f);   // replaying parked frames meanwhile reuses the current frame
+            if (!qp.ringMode) {
+                qp.watchIn(false);   // a receive posted (postRecv) or the socket taking our answers wakes the thread
+            }
+        }
+    }
+
+
+    /** Tries the deferred frame again; true when it was taken and the stream may be read on. */
+    private boolean retryDeferred() {
+        if (!parked.isEmpty()) {
+            replayParked();
+        }
+        if (qp.peerGoneReported || (qp.tx.backlogBytes() > TX_BACKLOG_LIMIT && !refusing)) {
+            return false;
+        }
+        deferred = false;
+        load(deferredFrame);
+        dispatch();
+        if (deferred) {
+            return false;
+        }
+        if (!qp.ringMode && !qp.peerGoneReported) {
+            qp.watchIn(true);
+        }
+        return true;
+    }
+
+
+    /**
+     * Parks the current request: its payload goes into a buffer of its own, and it is applied
+     * later, in order. False when that would exceed the budget ({@link ParkedRequests#BUDGET}):
+     * then nothing is allocated and the frame is {@link #defer deferred}.
+     */
+    private boolean park() {
+        if (!parked.fits(f.length)) {
+            defer();
+            return false;
+        }
+        payloadDest = parked.park(f);
+        payloadLeft = f.length;
+        return true;
+    }
+
+
+    /** Makes {@code h} the current frame, its payload not started. */
+    private void load(FrameHeader h) {
+        f.copyFrom(h);
+        inFrame = true;
+        payloadDest = 0;
+        payloadLeft = 0;
+        payloadRegistration = null;
+    }
+
+
+    /** Applies parked requests in order, as far as receives are posted for the SENDs among them. */
+    private void replayParked() {
+        while (!parked.isEmpty() && !qp.peerGoneReported) {
+            ParkedRequests.Parked p = parked.first();
+            load(p.header);
+            replaying = true;
+            boolean go;
+            try {
+                go = continueFrame();
+            } finally {
+                replaying = false;
+            }
+            if (!go) {
+                inFrame = false;
+                return;   // still no receive for it (within the RNR budget)
+            }
+            rnrSince = 0;   // the head went: the next SEND that finds no receive has a budget of its own
+            if (payloadLeft > 0) {
+                place(p.payloadAddress(), (int) payloadLeft);   // ends the frame
+            } else {
+                endPayload();
+            }
+            parked.removeFirst();
+        }
+    }
+
+
+    /**
+     * Decides where the current frame's payload goes and applies what has no payload. Returns
+     * false while a SEND waits for a receive (the frame stays current).
+     */
+    private boolean continueFrame() {
+        if (qp.peerGoneReported) {
+            return false;
+        }
+        if (f.type < ACK && qp.inError && !refusing) {
+            // An RC QP in error answers nothing and its peer's request times out; say so at once.
+            refuse(WorkCompletion.RETRY_EXC_ERR, typeName(f.type), "this side's queue pair is in error");
+        }
+        switch (f.type) {
+            case SEND -> {
+                if (refusing) {
+                    payloadLeft = f.length;
+                    return true;
+                }
+                return takeReceive(false);
+            }
+            case WRITE -> {
+                if (refusing) {
+                    payloadLeft = f.length;
+                    return true;
+                }
+                if ((f.flags & FLAG_IMM) != 0) {
+                    if (!takeReceive(true)) {
+                        return false;
+                    }
+                    if (parked.filling()) {
+                        return true;   // parked until a receive is posted for its immediate
+                    }
+                }
+                if (f.length > 0) {
+                    why.setLength(0);
+                    TcpMemoryRegistration r = qp.registrations.check(f.rkey, f.addr, f.length, AccessFlags.REMOTE_WRITE, why);
+                    if (r == null || !r.enter()) {
+                        refuse(WorkCompletion.REM_ACCESS_ERR, "WRITE", r == null ? why : "the region was qp.closed");
+                        payloadLeft = f.length;
+                        return true;
+                    }
+                    payloadRegistration = r;
+                    payloadDest = f.addr;
+                    payloadLeft = f.length;
+                }
+                return true;
+            }
+            case READ_REQUEST -> {
+                if (!refusing) {
+                    respondToRead();
+                }
+                return true;
+            }
+            case COMPARE_SWAP, FETCH_ADD -> {
+                if (!refusing) {
+                    respondToAtomic();
+                }
+                return true;
+            }
+            case FLUSH -> {
+                if (!refusing) {
+                    applyFlush();
+                }
+                return true;
+            }
+            case ACK -> {
+                qp.requester.retire(f.seq, true);
+                return true;
+            }
+            case NAK -> {
+                qp.requester.retire(f.seq - 1, true);
+                qp.requester.failHead(f.seq, f.status);
+                return true;
+            }
+            case READ_RESPONSE -> {
+                qp.requester.retire(f.seq - 1, true);
+                if (!qp.requester.headIs(f.seq, WR_RDMA_READ) || f.length != qp.requester.headLength()) {
+                    qp.malformed("READ_RESPONSE " + f.seq + " of " + f.length + " bytes answers no read outstanding");
+                    return false;
+                }
+                TcpMemoryRegistration r = f.length == 0 ? null : qp.registrations.lookup(qp.requester.headLkey());
+                if (r != null && r.enter()) {
+                    payloadRegistration = r;
+                    payloadDest = qp.requester.headLocalAddress();
+                }
+                payloadLeft = f.length;   // a local buffer qp.closed meanwhile: the bytes are dropped
+                return true;
+            }
+            case ATOMIC_RESPONSE -> {
+                qp.requester.retire(f.seq - 1, true);
+                if (!qp.requester.headIs(f.seq, WR_ATOMIC_CMP_AND_SWP) && !qp.requester.headIs(f.seq, WR_ATOMIC_FETCH_AND_ADD)) {
+                    qp.malformed("ATOMIC_RESPONSE " + f.seq + " answers no atomic outstanding");
+                    return false;
+                }
+                TcpMemoryRegistration r = qp.registrations.lookup(qp.requester.headLkey());
+                if (r != null && r.enter()) {
+                    try {
+                        MemorySegment.ofAddress(qp.requester.headLocalAddress()).reinterpret(8).set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
+                                f.compareAdd);
+                    } finally {
+                        r.exit();
+                    }
+                }
+                return true;
+            }
+            case DISCONNECT -> {
+                qp.gone("the peer disconnected");
+                return false;
+            }
+            case MAP_REQUEST -> {
+                answerMap();
+                return true;
+            }
+            case MAP_RESPONSE -> {
+                return qp.mapped(f);
+            }
+            case UNMAP -> {
+                SameHostPeer peer = qp.sameHost;
+                if (peer == null) {
+                    qp.malformed("UNMAP from a peer that is not on this host");
+                    return false;
+                }
+                synchronized (qp.txLock) {
+                    // Direct operations run under qp.txLock: none is under way, none comes after.
+                    peer.remove(f.rkey);
+                    if (!qp.closed) {
+                        qp.frameHeader(UNMAP_ACK, 0, 0, 0, 0, 0, f.rkey, 0, 0, 0);
+                        qp.finishTransmit();
+                    }
+                }
+                return true;
+            }
+            case UNMAP_ACK -> {
+                SameHostPeer peer = qp.sameHost;
+                TcpMemoryRegistration r = null;
+                if (peer != null) {
+                    synchronized (qp.txLock) {
+                        r = peer.unmapAcknowledged(f.rkey);
+                    }
+                }
+                if (r != null) {
+                    r.peerLetGo();
+                }
+                return true;
+            }
+            default -> {
+                qp.malformed("unknown frame type " + f.type);
+                return false;
+            }
+        }
+    }
+
+
+    /** The frame (and its payload) is done: complete what it completes. */
+    private void endPayload() {
+        qp.cq.served++;   // a pass that ends a frame did work, even when it completes nothing here
+        if (payloadRegistration != null) {
+            payloadRegistration.exit();
+            payloadRegistration = null;
+        }
+        inFrame = false;
+        if (parked.filling()) {
+            parked.filled();   // read whole; applied in order by replayParked
+            return;
+        }
+        if (qp.peerGoneReported) {
+            return;
+        }
+        switch (f.type) {
+            case SEND, WRITE -> {
+                if (!refusing) {
+                    if (f.type == SEND || (f.flags & FLAG_IMM) != 0) {
+                        qp.cq.add(qp.rq.take(), WorkCompletion.SUCCESS,
+                                f.type == SEND ? WorkCompletion.OP_RECV : WorkCompletion.OP_RECV_RDMA_WITH_IMM, f.length,
+                                f.imm, (f.flags & FLAG_IMM) != 0);
+                    }
+                    if ((f.flags & FLAG_ACK_REQUESTED) != 0) {
+                        ackWanted = f.seq;
+                        ackReady = f.seq;
+                    }
+                }
+            }
+            case READ_RESPONSE, ATOMIC_RESPONSE -> qp.requester.retire(f.seq, true);
+            case FLUSH -> {
+                if (!refusing) {
+                    ackWanted = f.seq;
+                    ackReady = f.seq;
+                }
+            }
+            default -> {
+                // READ and atomics: their response answers them (and everything before them).
+            }
+        }
+    }
+
+
+    /**
+     * The current SEND (or WRITE_WITH_IMM) needs a posted receive. False while none is posted,
+     * within the RNR budget; past it, the request is refused with RNR_RETRY_EXC_ERR.
+     */
+    private boolean takeReceive(boolean forImm) {
+        if (qp.rq.isEmpty()) {
+            long now = System.nanoTime();
+            if (rnrSince == 0) {
+                rnrSince = now;
+            }
+            if (!replaying && parked.isEmpty() && park()) {
+                // Parked (and, in order, every request after it): the stream is read on.
+                return true;
+            }
+            if (now - rnrSince < rnrBudgetNanos) {
+                return false;   // waits at the head of the parked ones, or deferred
+            }
+            rnrSince = 0;
+            refuse(WorkCompletion.RNR_RETRY_EXC_ERR, forImm ? "WRITE_WITH_IMM" : "SEND",
+                    "no receive was posted within " + rnrBudgetNanos / 1_000_000 + " ms");
+            payloadLeft = f.length;
+            return true;
+        }
+        if (forImm) {
+            return true;   // the receive is consumed when the write completes
+        }
+        if (f.length > qp.rq.headLength()) {
+            // RC: the receiver's WR completes with LOC_LEN_ERR, the sender's with REM_INV_REQ_ERR.
+            int room = qp.rq.headLength();
+            qp.cq.add(qp.rq.take(), WorkCompletion.LOC_LEN_ERR, WorkCompletion.OP_RECV, f.length, 0, false);
+            refuse(WorkCompletion.REM_INV_REQ_ERR, "SEND", f.length + " bytes exceed the receive buffer of "
+                    + room);
+            payloadLeft = f.length;
+            return true;
+        }
+        if (f.length > 0) {
+            TcpMemoryRegistration r = qp.registrations.lookup(qp.rq.headLkey());
+            if (r != null && r.enter()) {
+                payloadRegistration = r;
+                payloadDest = qp.rq.headAddress();
+            }
+        }
+        payloadLeft = f.length;
+        return true;
+    }
+
+
+    /**
+     * A FLUSH: the writes before it are applied already (in order, by this thread), so
+     * visibility holds; for persistence, a region that is a mapped file is forced to storage.
+     * It is acknowledged like a write (endPayload: it always asks for an ACK).
+     */
+    private void applyFlush() {
+        why.setLength(0);
+        long length = f.compareAdd;
+        TcpMemoryRegistration r = length <= 0 ? null
+                : qp.registrations.check(f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
+        if (length > 0 && (r == null || !r.enter())) {
+            refuse(WorkCompletion.REM_ACCESS_ERR, "FLUSH", r == null ? why : "the region was qp.closed");
+            return;
+        }
+        if (r == null) {
+            return;
+        }
+        try {
+            if (f.imm == 1 && r.memory().isMapped()) {
+                r.memory().asSlice(f.addr - r.memory().address(), length).force();
+                qp.PERSISTENT_FLUSHES.incrementAndGet();
+            }
+        } catch (RuntimeException e) {
+            refuse(WorkCompletion.REM_OP_ERR, "FLUSH", "forcing the mapped file failed: " + e);
+        } finally {
+            r.exit();
+        }
+    }
+
+
+    /** The peer asks where our region {@code f.rkey} lives, to map it: tell it (or that it is not shareable). */
+    private void answerMap() {
+        SameHostPeer peer = qp.sameHost;
+        TcpSameHost support = peer == null ? null : peer.support;
+        TcpMemoryRegistration r = qp.registrations.lookup(f.rkey);
+        if (r == null && ++unknownKeyMapRequests > qp.MAX_UNKNOWN_KEY_MAP_REQUESTS) {
+            // An honest peer asks only for keys it was given: one that was qp.closed since fails
+            // the operation behind it, and the connection with it. Many are a search for keys.
+            qp.malformed(unknownKeyMapRequests + " MAP_REQUESTs named keys that name no memory (probing for keys)");
+            return;
+        }
+        // Memory registered for local access only (the pool's chunks) is never mapped by a peer.
+        long[] where = support == null || r == null
+                || (r.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) == 0
+                ? null : support.locate(r.memory());
+        synchronized (qp.txLock) {
+            if (where == null) {
+                qp.frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, f.rkey, 0, 0, 0);
+            } else {
+                r.sharedWith(qp);
+                qp.frameHeader(MAP_RESPONSE, 0, 0, 0, r.access(), r.memory().address(), f.rkey, (int) where[0],
+                        r.memory().byteSize(), where[1]);
+            }
+            qp.finishTransmit();
+        }
+    }
+
+
+    private void respondToRead() {
+        int length = (int) f.compareAdd;
+        if (f.compareAdd < 0 || f.compareAdd > MAX_PAYLOAD) {
+            refuse(WorkCompletion.REM_INV_REQ_ERR, "READ", "it asks for " + f.compareAdd + " bytes");
+            return;
+        }
+        TcpMemoryRegistration r = null;
+        if (length > 0) {
+            why.setLength(0);
+            r = qp.registrations.check(f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
+            if (r == null || !r.enter()) {
+                refuse(WorkCompletion.REM_ACCESS_ERR, "READ", r == null ? why : "the region was qp.closed");
+                return;
+            }
+        }
+        synchronized (qp.txLock) {
+            respondHeader(READ_RESPONSE, 0, length, f.seq, 0);
+            qp.tx.addPayload(f.addr, length, r);
+            qp.finishTransmit();
+        }
+    }
+
+
+    private void respondToAtomic() {
+        why.setLength(0);
+        TcpMemoryRegistration r = qp.registrations.check(f.rkey, f.addr, 8, AccessFlags.REMOTE_ATOMIC, why);
+        if (r == null || (f.addr & 7) != 0 || !r.enter()) {
+            if (r != null && (f.addr & 7) != 0) {
+                refuse(WorkCompletion.REM_INV_REQ_ERR, typeName(f.type), "address 0x" + Long.toHexString(f.addr)
+                        + " is not 8-byte aligned");
+            } else {
+                refuse(WorkCompletion.REM_ACCESS_ERR, typeName(f.type), r == null ? why : "the region was qp.closed");
+            }
+            return;
+        }
+        long prior;
+        try {
+            MemorySegment word = MemorySegment.ofAddress(f.addr).reinterpret(8);
+            prior = f.type == COMPARE_SWAP
+                    ? (long) LONG_ATOMIC.compareAndExchange(word, 0L, f.compareAdd, f.swap)
+                    : (long) LONG_ATOMIC.getAndAdd(word, 0L, f.compareAdd);
+        } finally {
+            r.exit();
+        }
+        synchronized (qp.txLock) {
+            respondHeader(ATOMIC_RESPONSE, 0, 0, f.seq, prior);
+            qp.finishTransmit();
+        }
+    }
+
+
+    /** A response frame (READ_RESPONSE, ATOMIC_RESPONSE, DISCONNECT), with any ACK owed riding on it; under qp.txLock. */
+    private void respondHeader(byte type, int status, int length, long seq, long value) {
+        qp.frameHeader(type, 0, status, length, seq, 0, 0, 0, value, 0);
+    }
+
+
+    /**
+     * After a pass of reading: an ACK still owed waits one pass for a frame going back to ride
+     * on (the peer's ping-pong answer, a read response), then goes alone.
+     */
+    void sendAck() {
+        if (ackWanted > ackSentTx && !refusing) {
+            if (!ackHeld) {
+                ackHeld = true;
+                return;
+            }
+            flushAck();
+        } else {
+            ackHeld = false;
+        }
+    }
+
+
+    /** Sends an ACK owed now, if any (before the IO thread sleeps: nothing may wait for a next pass). */
+    void flushAck() {
+        ackHeld = false;
+        if (refusing) {
+            return;
+        }
+        synchronized (qp.txLock) {
+            long a = ackReady;
+            if (a > ackSentTx && !qp.closed && qp.started) {
+                ackSentTx = a;
+                qp.frameHeader(ACK, 0, 0, 0, a, 0, 0, 0, 0, 0);
+                qp.finishTransmit();
+            }
+        }
+    }
+
+
+    /** Refuses the current request: NAK it, and apply nothing more from the peer (RC: the connection ends). */
+    private void refuse(int status, String what, CharSequence reason) {
+        LOG.log(System.Logger.Level.DEBUG, "tcp QP {0}: refused {1} {2}: {3} ({4})", qp.qpNum, what, f.seq, reason,
+                WorkCompletion.statusName(status));
+        refusing = true;
+        synchronized (qp.txLock) {
+            long a = ackReady;
+            if (a > ackSentTx && a < f.seq) {
+                ackSentTx = a;
+                qp.frameHeader(ACK, 0, 0, 0, a, 0, 0, 0, 0, 0);
+            }
+            qp.frameHeader(NAK, 0, status, 0, f.seq, 0, 0, 0, 0, 0);
+            qp.finishTransmit();
+        }
+    }
+}
