@@ -403,12 +403,98 @@ final class TcpQueuePair implements QueuePair {
 
     /** MAP_REQUESTs for keys that name no memory a connection may make before it is ended as a key search. */
     static final int MAX_UNKNOWN_KEY_MAP_REQUESTS = 16;
+    private int unknownKeyMapRequests;   // progress thread
 
     /** Queue pairs that started in ring mode, in this process (for tests and diagnostics). */
     static final java.util.concurrent.atomic.AtomicLong RING_CONNECTIONS = new java.util.concurrent.atomic.AtomicLong();
 
     /** Mapped-file ranges forced by PERSISTENT flushes, in this process (for tests and diagnostics). */
     static final java.util.concurrent.atomic.AtomicLong PERSISTENT_FLUSHES = new java.util.concurrent.atomic.AtomicLong();
+
+    /**
+     * A frame outside the request sequence: the peer's DISCONNECT, or the same-host protocol
+     * (MAP and UNMAP); anything else is a lie. False when the connection ended. Progress thread.
+     */
+    boolean onControlFrame(FrameHeader f) {
+        switch (f.type) {
+            case DISCONNECT -> {
+                gone("the peer disconnected");
+                return false;
+            }
+            case MAP_REQUEST -> {
+                return answerMap(f);
+            }
+            case MAP_RESPONSE -> {
+                return mapped(f);
+            }
+            case UNMAP -> {
+                return unmapped(f.rkey);
+            }
+            case UNMAP_ACK -> {
+                SameHostPeer peer = sameHost;
+                TcpMemoryRegistration r = null;
+                if (peer != null) {
+                    synchronized (txLock) {
+                        r = peer.unmapAcknowledged(f.rkey);
+                    }
+                }
+                if (r != null) {
+                    r.peerLetGo();
+                }
+                return true;
+            }
+            default -> {
+                malformed("unknown frame type " + f.type);
+                return false;
+            }
+        }
+    }
+
+    /** The peer closed its region {@code rkey}: drop our mapping of it, and say so (UNMAP_ACK). */
+    private boolean unmapped(int rkey) {
+        SameHostPeer peer = sameHost;
+        if (peer == null) {
+            malformed("UNMAP from a peer that is not on this host");
+            return false;
+        }
+        synchronized (txLock) {
+            // Direct operations run under the transmit lock: none is under way, none comes after.
+            peer.remove(rkey);
+            if (!closed) {
+                frameHeader(UNMAP_ACK, 0, 0, 0, 0, 0, rkey, 0, 0, 0);
+                finishTransmit();
+            }
+        }
+        return true;
+    }
+
+    /** The peer asks where our region {@code f.rkey} lives, to map it: tell it (or that it is not shareable). */
+    private boolean answerMap(FrameHeader f) {
+        SameHostPeer peer = sameHost;
+        TcpSameHost support = peer == null ? null : peer.support;
+        TcpMemoryRegistration r = registrations.lookup(f.rkey);
+        if (r == null && ++unknownKeyMapRequests > MAX_UNKNOWN_KEY_MAP_REQUESTS) {
+            // An honest peer asks only for keys it was given: one that was closed since fails
+            // the operation behind it, and the connection with it. Many are a search for keys.
+            malformed(unknownKeyMapRequests + " MAP_REQUESTs named keys that name no memory (probing for keys)");
+            return false;
+        }
+        // Memory registered for local access only (the pool's chunks) is never mapped by a peer.
+        long[] where = support == null || r == null
+                || (r.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) == 0
+                ? null : support.locate(r.memory());
+        synchronized (txLock) {
+            if (where == null) {
+                frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, f.rkey, 0, 0, 0);
+            } else {
+                r.sharedWith(this);
+                frameHeader(MAP_RESPONSE, 0, 0, 0, r.access(), r.memory().address(), f.rkey, (int) where[0],
+                        r.memory().byteSize(), where[1]);
+            }
+            finishTransmit();
+        }
+        return true;
+    }
 
     /**
      * The peer said where its region lives: map it, so that later operations on it are done

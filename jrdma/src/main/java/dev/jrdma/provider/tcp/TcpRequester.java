@@ -53,8 +53,8 @@ final class TcpRequester {
     private final long[] sqRemote, sqCompareAdd, sqSwap;
     private final int[] sqRkey, sqImm;
     private final boolean[] sqHeld;
-    private boolean switching;      // poster: entries are held until the stream drains (under qp.txLock)
-    private long wireNext;          // poster: the last sequence number sent (under qp.txLock)
+    private boolean switching;      // poster: entries are held until the stream drains (under the transmit lock)
+    private long wireNext;          // poster: the last sequence number sent (under the transmit lock)
     private volatile long wirePosted;   // wireNext, published for the progress thread
     private long lastSocketPos;     // poster: ring position of the last request sent on the socket
 
@@ -146,7 +146,7 @@ final class TcpRequester {
     }
 
 
-    /** Records one request in the send ring and queues its frame (or does it directly); under qp.txLock. */
+    /** Records one request in the send ring and queues its frame (or does it directly); under the transmit lock. */
     private int queue(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
                       int rkey, long compareAdd, long swap, int imm) {
         if (qp.closed) {
@@ -241,7 +241,7 @@ final class TcpRequester {
     }
 
 
-    /** Entry at {@code pos} is recorded but not issued yet; under qp.txLock. */
+    /** Entry at {@code pos} is recorded but not issued yet; under the transmit lock. */
     private int hold(long pos) {
         sqHeld[(int) (pos - 1) & sqMask] = true;
         SQ_TAIL.setRelease(this, pos);
@@ -250,14 +250,14 @@ final class TcpRequester {
     }
 
 
-    /** Sends entry {@code i} (at ring position {@code pos}) through the stream; under qp.txLock. */
+    /** Sends entry {@code i} (at ring position {@code pos}) through the stream; under the transmit lock. */
     private int stream(int i, long pos, TcpMemoryRegistration local) {
         int opcode = sqOpcode[i];
         byte type = frameType(opcode);
         int length = sqLength[i];
         boolean payload = type == SEND || type == WRITE;
         if (payload && length > 0 && !local.enter()) {
-            sqLocalError[i] = WorkCompletion.LOC_PROT_ERR;   // qp.closed just now
+            sqLocalError[i] = WorkCompletion.LOC_PROT_ERR;   // closed just now
             return notSent(pos);
         }
         long wire = ++wireNext;

@@ -30,8 +30,6 @@ final class TcpResponder implements AutoCloseable {
     private final TcpQueuePair qp;
     /** {@code (rnrRetry + 1) x} {@value TcpQueuePair#RNR_TIMER_MS} ms: how long a SEND waits for a receive. */
     private final long rnrBudgetNanos;
-    /** MAP_REQUESTs of the peer's that named no memory (see {@link TcpQueuePair#MAX_UNKNOWN_KEY_MAP_REQUESTS}). */
-    private int unknownKeyMapRequests;
 
     /** Passes of reading per progress call: bounds the time one connection holds the IO thread. */
     private static final int READS_PER_PROGRESS = 16;
@@ -65,7 +63,7 @@ final class TcpResponder implements AutoCloseable {
     private long lastRequestSeq;        // the peer's requests received so far (applied or parked)
     private long ackWanted;             // the highest request of the peer's that asked for an ACK
     private volatile long ackReady;     // ackWanted, published for posting threads
-    private volatile long ackSentTx;    // the highest ACK sent, piggybacked or not; written under qp.txLock
+    private volatile long ackSentTx;    // the highest ACK sent, piggybacked or not; written under the transmit lock
     private boolean ackHeld;            // an ACK waited one pass for a frame to ride on
     private final StringBuilder why = new StringBuilder();
 
@@ -202,7 +200,7 @@ final class TcpResponder implements AutoCloseable {
     /** A recv returned {@code n} <= 0: true to go on reading, false when there is nothing now. */
     private boolean readFailed(long n) {
         if (n == 0) {
-            qp.gone("the peer qp.closed the connection");
+            qp.gone("the peer closed the connection");
             return false;
         }
         int errno = (int) -n;
@@ -362,154 +360,110 @@ final class TcpResponder implements AutoCloseable {
 
     /**
      * Decides where the current frame's payload goes and applies what has no payload. Returns
-     * false while a SEND waits for a receive (the frame stays current).
+     * false while a SEND waits for a receive (the frame stays current), or when the connection ended.
      */
     private boolean continueFrame() {
         if (qp.peerGoneReported) {
             return false;
         }
-        if (f.type < ACK && qp.inError && !refusing) {
+        if (f.isRequest()) {
+            return continueRequest();
+        }
+        return switch (f.type) {
+            case ACK, NAK, READ_RESPONSE, ATOMIC_RESPONSE -> continueResponse();
+            default -> qp.onControlFrame(f);   // DISCONNECT, the same-host MAP and UNMAP frames, or a lie
+        };
+    }
+
+    /** A request of the peer's: applied, refused, or (a SEND without a receive) parked or waiting. */
+    private boolean continueRequest() {
+        if (qp.inError && !refusing) {
             // An RC QP in error answers nothing and its peer's request times out; say so at once.
             refuse(WorkCompletion.RETRY_EXC_ERR, typeName(f.type), "this side's queue pair is in error");
         }
+        if (refusing) {
+            payloadLeft = f.type == SEND || f.type == WRITE ? f.length : 0;   // read and dropped
+            return true;
+        }
         switch (f.type) {
             case SEND -> {
-                if (refusing) {
-                    payloadLeft = f.length;
-                    return true;
-                }
                 return takeReceive(false);
             }
             case WRITE -> {
-                if (refusing) {
-                    payloadLeft = f.length;
-                    return true;
-                }
-                if ((f.flags & FLAG_IMM) != 0) {
-                    if (!takeReceive(true)) {
-                        return false;
-                    }
-                    if (parked.filling()) {
-                        return true;   // parked until a receive is posted for its immediate
-                    }
-                }
-                if (f.length > 0) {
-                    why.setLength(0);
-                    TcpMemoryRegistration r = qp.registrations.check(f.rkey, f.addr, f.length, AccessFlags.REMOTE_WRITE, why);
-                    if (r == null || !r.enter()) {
-                        refuse(WorkCompletion.REM_ACCESS_ERR, "WRITE", r == null ? why : "the region was qp.closed");
-                        payloadLeft = f.length;
-                        return true;
-                    }
-                    payloadRegistration = r;
-                    payloadDest = f.addr;
-                    payloadLeft = f.length;
-                }
+                return continueWrite();
+            }
+            case READ_REQUEST -> respondToRead();
+            case COMPARE_SWAP, FETCH_ADD -> respondToAtomic();
+            default -> applyFlush();
+        }
+        return true;
+    }
+
+    /** A WRITE (with an immediate: it takes a receive too) lands in the registration its key names, if it grants it. */
+    private boolean continueWrite() {
+        if (f.has(FLAG_IMM)) {
+            if (!takeReceive(true)) {
+                return false;
+            }
+            if (parked.filling()) {
+                return true;   // parked until a receive is posted for its immediate
+            }
+        }
+        if (f.length > 0) {
+            why.setLength(0);
+            TcpMemoryRegistration r = qp.registrations.check(f.rkey, f.addr, f.length, AccessFlags.REMOTE_WRITE, why);
+            if (r == null || !r.enter()) {
+                refuse(WorkCompletion.REM_ACCESS_ERR, "WRITE", r == null ? why : "the region was closed");
+                payloadLeft = f.length;
                 return true;
             }
-            case READ_REQUEST -> {
-                if (!refusing) {
-                    respondToRead();
-                }
-                return true;
-            }
-            case COMPARE_SWAP, FETCH_ADD -> {
-                if (!refusing) {
-                    respondToAtomic();
-                }
-                return true;
-            }
-            case FLUSH -> {
-                if (!refusing) {
-                    applyFlush();
-                }
-                return true;
-            }
-            case ACK -> {
-                qp.requester.retire(f.seq, true);
-                return true;
-            }
+            payloadRegistration = r;
+            payloadDest = f.addr;
+            payloadLeft = f.length;
+        }
+        return true;
+    }
+
+    /** A response to one of our requests: the requester retires what it answers; READ data and atomic values land here. */
+    private boolean continueResponse() {
+        TcpRequester requester = qp.requester;
+        switch (f.type) {
+            case ACK -> requester.retire(f.seq, true);
             case NAK -> {
-                qp.requester.retire(f.seq - 1, true);
-                qp.requester.failHead(f.seq, f.status);
-                return true;
+                requester.retire(f.seq - 1, true);
+                requester.failHead(f.seq, f.status);
             }
             case READ_RESPONSE -> {
-                qp.requester.retire(f.seq - 1, true);
-                if (!qp.requester.headIs(f.seq, WR_RDMA_READ) || f.length != qp.requester.headLength()) {
+                requester.retire(f.seq - 1, true);
+                if (!requester.headIs(f.seq, WR_RDMA_READ) || f.length != requester.headLength()) {
                     qp.malformed("READ_RESPONSE " + f.seq + " of " + f.length + " bytes answers no read outstanding");
                     return false;
                 }
-                TcpMemoryRegistration r = f.length == 0 ? null : qp.registrations.lookup(qp.requester.headLkey());
+                TcpMemoryRegistration r = f.length == 0 ? null : qp.registrations.lookup(requester.headLkey());
                 if (r != null && r.enter()) {
                     payloadRegistration = r;
-                    payloadDest = qp.requester.headLocalAddress();
+                    payloadDest = requester.headLocalAddress();
                 }
-                payloadLeft = f.length;   // a local buffer qp.closed meanwhile: the bytes are dropped
-                return true;
+                payloadLeft = f.length;   // a local buffer closed meanwhile: the bytes are dropped
             }
-            case ATOMIC_RESPONSE -> {
-                qp.requester.retire(f.seq - 1, true);
-                if (!qp.requester.headIs(f.seq, WR_ATOMIC_CMP_AND_SWP) && !qp.requester.headIs(f.seq, WR_ATOMIC_FETCH_AND_ADD)) {
+            default -> {
+                requester.retire(f.seq - 1, true);
+                if (!requester.headIs(f.seq, WR_ATOMIC_CMP_AND_SWP) && !requester.headIs(f.seq, WR_ATOMIC_FETCH_AND_ADD)) {
                     qp.malformed("ATOMIC_RESPONSE " + f.seq + " answers no atomic outstanding");
                     return false;
                 }
-                TcpMemoryRegistration r = qp.registrations.lookup(qp.requester.headLkey());
+                TcpMemoryRegistration r = qp.registrations.lookup(requester.headLkey());
                 if (r != null && r.enter()) {
                     try {
-                        MemorySegment.ofAddress(qp.requester.headLocalAddress()).reinterpret(8).set(ValueLayout.JAVA_LONG_UNALIGNED, 0,
-                                f.compareAdd);
+                        MemorySegment.ofAddress(requester.headLocalAddress()).reinterpret(8)
+                                .set(ValueLayout.JAVA_LONG_UNALIGNED, 0, f.compareAdd);
                     } finally {
                         r.exit();
                     }
                 }
-                return true;
-            }
-            case DISCONNECT -> {
-                qp.gone("the peer disconnected");
-                return false;
-            }
-            case MAP_REQUEST -> {
-                answerMap();
-                return true;
-            }
-            case MAP_RESPONSE -> {
-                return qp.mapped(f);
-            }
-            case UNMAP -> {
-                SameHostPeer peer = qp.sameHost;
-                if (peer == null) {
-                    qp.malformed("UNMAP from a peer that is not on this host");
-                    return false;
-                }
-                synchronized (qp.txLock) {
-                    // Direct operations run under qp.txLock: none is under way, none comes after.
-                    peer.remove(f.rkey);
-                    if (!qp.closed) {
-                        qp.frameHeader(UNMAP_ACK, 0, 0, 0, 0, 0, f.rkey, 0, 0, 0);
-                        qp.finishTransmit();
-                    }
-                }
-                return true;
-            }
-            case UNMAP_ACK -> {
-                SameHostPeer peer = qp.sameHost;
-                TcpMemoryRegistration r = null;
-                if (peer != null) {
-                    synchronized (qp.txLock) {
-                        r = peer.unmapAcknowledged(f.rkey);
-                    }
-                }
-                if (r != null) {
-                    r.peerLetGo();
-                }
-                return true;
-            }
-            default -> {
-                qp.malformed("unknown frame type " + f.type);
-                return false;
             }
         }
+        return true;
     }
 
 
@@ -614,7 +568,7 @@ final class TcpResponder implements AutoCloseable {
         TcpMemoryRegistration r = length <= 0 ? null
                 : qp.registrations.check(f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
         if (length > 0 && (r == null || !r.enter())) {
-            refuse(WorkCompletion.REM_ACCESS_ERR, "FLUSH", r == null ? why : "the region was qp.closed");
+            refuse(WorkCompletion.REM_ACCESS_ERR, "FLUSH", r == null ? why : "the region was closed");
             return;
         }
         if (r == null) {
@@ -633,33 +587,6 @@ final class TcpResponder implements AutoCloseable {
     }
 
 
-    /** The peer asks where our region {@code f.rkey} lives, to map it: tell it (or that it is not shareable). */
-    private void answerMap() {
-        SameHostPeer peer = qp.sameHost;
-        TcpSameHost support = peer == null ? null : peer.support;
-        TcpMemoryRegistration r = qp.registrations.lookup(f.rkey);
-        if (r == null && ++unknownKeyMapRequests > qp.MAX_UNKNOWN_KEY_MAP_REQUESTS) {
-            // An honest peer asks only for keys it was given: one that was qp.closed since fails
-            // the operation behind it, and the connection with it. Many are a search for keys.
-            qp.malformed(unknownKeyMapRequests + " MAP_REQUESTs named keys that name no memory (probing for keys)");
-            return;
-        }
-        // Memory registered for local access only (the pool's chunks) is never mapped by a peer.
-        long[] where = support == null || r == null
-                || (r.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) == 0
-                ? null : support.locate(r.memory());
-        synchronized (qp.txLock) {
-            if (where == null) {
-                qp.frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, f.rkey, 0, 0, 0);
-            } else {
-                r.sharedWith(qp);
-                qp.frameHeader(MAP_RESPONSE, 0, 0, 0, r.access(), r.memory().address(), f.rkey, (int) where[0],
-                        r.memory().byteSize(), where[1]);
-            }
-            qp.finishTransmit();
-        }
-    }
-
 
     private void respondToRead() {
         int length = (int) f.compareAdd;
@@ -672,7 +599,7 @@ final class TcpResponder implements AutoCloseable {
             why.setLength(0);
             r = qp.registrations.check(f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
             if (r == null || !r.enter()) {
-                refuse(WorkCompletion.REM_ACCESS_ERR, "READ", r == null ? why : "the region was qp.closed");
+                refuse(WorkCompletion.REM_ACCESS_ERR, "READ", r == null ? why : "the region was closed");
                 return;
             }
         }
@@ -692,7 +619,7 @@ final class TcpResponder implements AutoCloseable {
                 refuse(WorkCompletion.REM_INV_REQ_ERR, typeName(f.type), "address 0x" + Long.toHexString(f.addr)
                         + " is not 8-byte aligned");
             } else {
-                refuse(WorkCompletion.REM_ACCESS_ERR, typeName(f.type), r == null ? why : "the region was qp.closed");
+                refuse(WorkCompletion.REM_ACCESS_ERR, typeName(f.type), r == null ? why : "the region was closed");
             }
             return;
         }
@@ -712,7 +639,7 @@ final class TcpResponder implements AutoCloseable {
     }
 
 
-    /** A response frame (READ_RESPONSE, ATOMIC_RESPONSE, DISCONNECT), with any ACK owed riding on it; under qp.txLock. */
+    /** A response frame (READ_RESPONSE, ATOMIC_RESPONSE, DISCONNECT), with any ACK owed riding on it; under the transmit lock. */
     private void respondHeader(byte type, int status, int length, long seq, long value) {
         qp.frameHeader(type, 0, status, length, seq, 0, 0, 0, value, 0);
     }
