@@ -93,6 +93,8 @@ final class TcpQueuePair implements QueuePair {
     // ---- send queue: the requester; what the peer sends: the responder
     final TcpRequester requester;
     private final TcpResponder responder;
+    /** The same-host mapping protocol (MAP and UNMAP frames), for a peer of this host or not. */
+    private final SameHostMapping mapping;
 
     // ---- receive ring: receives posted, consumed by incoming SENDs / WRITE_WITH_IMMs.
     final TcpReceiveQueue rq;
@@ -118,6 +120,7 @@ final class TcpQueuePair implements QueuePair {
         this.events = events;
         requester = new TcpRequester(this, spec.sendDepth());
         responder = new TcpResponder(this, spec);
+        mapping = new SameHostMapping(this);
         rq = new TcpReceiveQueue(spec.recvDepth());
         tx = new TcpTransmitter(fd);
         if (support != null) {
@@ -403,13 +406,20 @@ final class TcpQueuePair implements QueuePair {
 
     /** MAP_REQUESTs for keys that name no memory a connection may make before it is ended as a key search. */
     static final int MAX_UNKNOWN_KEY_MAP_REQUESTS = 16;
-    private int unknownKeyMapRequests;   // progress thread
 
     /** Queue pairs that started in ring mode, in this process (for tests and diagnostics). */
     static final java.util.concurrent.atomic.AtomicLong RING_CONNECTIONS = new java.util.concurrent.atomic.AtomicLong();
 
     /** Mapped-file ranges forced by PERSISTENT flushes, in this process (for tests and diagnostics). */
     static final java.util.concurrent.atomic.AtomicLong PERSISTENT_FLUSHES = new java.util.concurrent.atomic.AtomicLong();
+
+    /**
+     * Our region {@code r} was closed: the peer must stop reaching it directly, and say when it
+     * has; false when the connection is over. Any thread. See {@link SameHostMapping#sendUnmap}.
+     */
+    boolean sendUnmap(TcpMemoryRegistration r) {
+        return mapping.sendUnmap(r);
+    }
 
     /**
      * A frame outside the request sequence: the peer's DISCONNECT, or the same-host protocol
@@ -422,150 +432,22 @@ final class TcpQueuePair implements QueuePair {
                 return false;
             }
             case MAP_REQUEST -> {
-                return answerMap(f);
+                return mapping.answerMap(f);
             }
             case MAP_RESPONSE -> {
-                return mapped(f);
+                return mapping.mapped(f);
             }
             case UNMAP -> {
-                return unmapped(f.rkey);
+                return mapping.unmapped(f.rkey);
             }
             case UNMAP_ACK -> {
-                SameHostPeer peer = sameHost;
-                TcpMemoryRegistration r = null;
-                if (peer != null) {
-                    synchronized (txLock) {
-                        r = peer.unmapAcknowledged(f.rkey);
-                    }
-                }
-                if (r != null) {
-                    r.peerLetGo();
-                }
+                mapping.unmapAcknowledged(f.rkey);
                 return true;
             }
             default -> {
                 malformed("unknown frame type " + f.type);
                 return false;
             }
-        }
-    }
-
-    /** The peer closed its region {@code rkey}: drop our mapping of it, and say so (UNMAP_ACK). */
-    private boolean unmapped(int rkey) {
-        SameHostPeer peer = sameHost;
-        if (peer == null) {
-            malformed("UNMAP from a peer that is not on this host");
-            return false;
-        }
-        synchronized (txLock) {
-            // Direct operations run under the transmit lock: none is under way, none comes after.
-            peer.remove(rkey);
-            if (!closed) {
-                frameHeader(UNMAP_ACK, 0, 0, 0, 0, 0, rkey, 0, 0, 0);
-                finishTransmit();
-            }
-        }
-        return true;
-    }
-
-    /** The peer asks where our region {@code f.rkey} lives, to map it: tell it (or that it is not shareable). */
-    private boolean answerMap(FrameHeader f) {
-        SameHostPeer peer = sameHost;
-        TcpSameHost support = peer == null ? null : peer.support;
-        TcpMemoryRegistration r = registrations.lookup(f.rkey);
-        if (r == null && ++unknownKeyMapRequests > MAX_UNKNOWN_KEY_MAP_REQUESTS) {
-            // An honest peer asks only for keys it was given: one that was closed since fails
-            // the operation behind it, and the connection with it. Many are a search for keys.
-            malformed(unknownKeyMapRequests + " MAP_REQUESTs named keys that name no memory (probing for keys)");
-            return false;
-        }
-        // Memory registered for local access only (the pool's chunks) is never mapped by a peer.
-        long[] where = support == null || r == null
-                || (r.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) == 0
-                ? null : support.locate(r.memory());
-        synchronized (txLock) {
-            if (where == null) {
-                frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, f.rkey, 0, 0, 0);
-            } else {
-                r.sharedWith(this);
-                frameHeader(MAP_RESPONSE, 0, 0, 0, r.access(), r.memory().address(), f.rkey, (int) where[0],
-                        r.memory().byteSize(), where[1]);
-            }
-            finishTransmit();
-        }
-        return true;
-    }
-
-    /**
-     * The peer said where its region lives: map it, so that later operations on it are done
-     * here. False (the connection ends) for an answer nobody asked for.
-     */
-    boolean mapped(FrameHeader f) {
-        SameHostPeer peer = sameHost;
-        boolean asked;
-        synchronized (txLock) {
-            asked = peer != null && peer.answered(f.rkey);
-        }
-        if (!asked) {
-            malformed("a MAP_RESPONSE for key 0x" + Integer.toHexString(f.rkey) + ", which was not asked about");
-            return false;
-        }
-        if (f.status != 0 || f.compareAdd <= 0) {
-            return true;   // not shareable: it stays on the socket (and is not asked again)
-        }
-        int access = (int) f.seq;
-        boolean writable = (access & (AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0;
-        Arena a = Arena.ofShared();
-        MemorySegment m;
-        try {
-            m = peer.support.map(peer.pid, f.imm, f.swap, f.compareAdd, writable, a);
-        } catch (RuntimeException e) {
-            m = null;
-        }
-        if (m == null) {
-            a.close();
-            return true;
-        }
-        synchronized (txLock) {
-            if (closed) {
-                a.close();
-                return true;
-            }
-            peer.add(f.rkey, new SameHostPeer.PeerRegion(f.addr, f.compareAdd, access, m, a));
-        }
-        return true;
-    }
-
-    /**
-     * Our region {@code r} was closed: the peer must stop reaching it directly, and say when it
-     * has (UNMAP_ACK: then {@link TcpMemoryRegistration#peerLetGo}). False when the connection
-     * is over (nothing was sent; the peer no longer posts on it). Any thread.
-     */
-    boolean sendUnmap(TcpMemoryRegistration r) {
-        synchronized (txLock) {
-            SameHostPeer peer = sameHost;
-            if (!closed && started && !peerGoneReported && peer != null) {
-                peer.awaitUnmap(r);
-                frameHeader(UNMAP, 0, 0, 0, 0, 0, r.rkey(), 0, 0, 0);
-                finishTransmit();
-                return true;
-            }
-            return false;
-        }
-    }
-
-    /** The connection is over: the peer posts no more on it, so it holds none of our regions. */
-    private void releaseAwaitingUnmap() {
-        SameHostPeer peer = sameHost;
-        if (peer == null) {
-            return;
-        }
-        java.util.List<TcpMemoryRegistration> all;
-        synchronized (txLock) {
-            all = peer.takeAwaitingUnmap();
-        }
-        for (TcpMemoryRegistration r : all) {
-            r.peerLetGo();
         }
     }
 
@@ -617,7 +499,7 @@ final class TcpQueuePair implements QueuePair {
         if (cq.channel != null) {
             cq.channel.unwatch(fd);
         }
-        releaseAwaitingUnmap();
+        mapping.releaseAwaitingUnmap();
         events.peerGone(reason);
     }
 
@@ -692,6 +574,6 @@ final class TcpQueuePair implements QueuePair {
             ringMode = false;
             dropRings();
         }
-        releaseAwaitingUnmap();
+        mapping.releaseAwaitingUnmap();
     }
 }
