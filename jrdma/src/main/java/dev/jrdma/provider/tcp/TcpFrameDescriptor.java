@@ -53,6 +53,13 @@ public final class TcpFrameDescriptor {
     public static final byte FLUSH = 6;
     /** Frame types: responses. */
     public static final byte ACK = 16, NAK = 17, READ_RESPONSE = 18, ATOMIC_RESPONSE = 19;
+    /**
+     * Response: the SEND (or WRITE_WITH_IMM) with this sequence number waits for a receive to be
+     * posted (RNR), and everything before it is acknowledged. Sent while it waits, every
+     * {@link TcpQueuePair#RNR_TIMER_MS} / 2 ms: as an RNR NAK on verbs it is flow control, not an
+     * error, and it tells the requester the peer is alive (its answer timer starts again).
+     */
+    public static final byte RNR_WAIT = 20;
     /** Frame type: the sender disconnects; nothing follows. */
     public static final byte DISCONNECT = 32;
     /**
@@ -156,6 +163,7 @@ public final class TcpFrameDescriptor {
             case NAK -> "NAK";
             case READ_RESPONSE -> "READ_RESPONSE";
             case ATOMIC_RESPONSE -> "ATOMIC_RESPONSE";
+            case RNR_WAIT -> "RNR_WAIT";
             case DISCONNECT -> "DISCONNECT";
             case MAP_REQUEST -> "MAP_REQUEST";
             case MAP_RESPONSE -> "MAP_RESPONSE";

@@ -118,7 +118,7 @@ final class TcpQueuePair implements QueuePair {
         this.granted = spec;
         this.txLock = spec.postLock() != null ? spec.postLock() : new Object();
         this.events = events;
-        requester = new TcpRequester(this, spec.sendDepth());
+        requester = new TcpRequester(this, spec.sendDepth(), spec.retryCount(), spec.ackTimeout());
         responder = new TcpResponder(this, spec);
         mapping = new SameHostMapping(this);
         rq = new TcpReceiveQueue(spec.recvDepth());
@@ -520,6 +520,13 @@ final class TcpQueuePair implements QueuePair {
             Log.quietly(System.Logger.Level.ERROR, "tcp QP " + qpNum + ": failed on the IO thread; only this connection"
                     + " ends", t);
         }
+    }
+
+    /** The peer answered nothing within the budget (the requester failed the request): the connection ends. */
+    void peerSilent(String what) {
+        Log.quietly(System.Logger.Level.WARNING, "tcp QP " + qpNum + ": the peer is silent, closing: " + what, null);
+        Sockets.shutdown(fd, Sockets.SHUT_RDWR);
+        gone("the peer is silent: " + what);
     }
 
     /** The peer broke the protocol: the connection ends, nothing of it is applied. */

@@ -64,8 +64,24 @@ final class TcpRequester {
     private int firstUnposted;
 
 
-    TcpRequester(TcpQueuePair qp, int sendDepth) {
+    /**
+     * A silent peer is detected as on verbs: a request the peer has not answered within
+     * {@code (retryCount + 1) x 4.096 us x 2^ackTimeout} fails with RETRY_EXC_ERR and the queue
+     * pair goes to error. (TCP alone does not notice a peer that is stopped or wedged: its
+     * kernel goes on acknowledging.) With ackTimeout -1 (the connection manager's own on
+     * verbs) the exponent is {@value #DEFAULT_ACK_TIMEOUT}, rdma_cm's on RoCE: 2.1 s a try.
+     */
+    static final int DEFAULT_ACK_TIMEOUT = 19;
+    private final long answerBudgetNanos;
+    /** The head position seen at the last look, and when it became the head (progress thread). */
+    private long watchedHead = -1;
+    private long watchedSince;
+    private int livenessPasses;
+
+    TcpRequester(TcpQueuePair qp, int sendDepth, int retryCount, int ackTimeout) {
         this.qp = qp;
+        int exponent = ackTimeout < 0 ? DEFAULT_ACK_TIMEOUT : ackTimeout;
+        this.answerBudgetNanos = (Math.max(0, retryCount) + 1L) * Math.round(4096.0 * Math.pow(2, exponent));
         int sq = Integer.highestOneBit(Math.max(1, sendDepth - 1)) << 1;
         sqMask = sq - 1;
         sqWrId = new long[sq];
@@ -264,7 +280,9 @@ final class TcpRequester {
         sqWire[i] = wire;
         wirePosted = wire;
         lastSocketPos = pos;
-        int frameFlags = (sqSignaled[i] ? FLAG_ACK_REQUESTED : 0)
+        // Every request asks for its ACK, signaled or not: an unanswered one is how a silent
+        // peer is found (checkLiveness), and acks are cumulative and ride on frames going back.
+        int frameFlags = FLAG_ACK_REQUESTED
                 | (opcode == WR_SEND_WITH_IMM || opcode == WR_RDMA_WRITE_WITH_IMM ? FLAG_IMM : 0);
         if (type == FLUSH) {
             // The range's length rides in compare/add, persistence in imm (swap carries ACKs).
@@ -419,6 +437,7 @@ final class TcpRequester {
                 continue;
             }
             if (sqWire[i] != 0) {
+                checkLiveness();
                 return;   // its answer is still to come
             }
             // Release, not volatile: only this thread writes sqHead, and posters reading a value
@@ -447,6 +466,44 @@ final class TcpRequester {
             case WR_FLUSH -> WorkCompletion.OP_FLUSH;
             default -> WorkCompletion.OP_SEND;
         };
+    }
+
+    /**
+     * The head request is on the wire, waiting for its answer: fail it (and the connection) if
+     * it has waited past the answer budget. Looks at the clock every 64th pass.
+     */
+    private void checkLiveness() {
+        if ((++livenessPasses & 63) != 0 && watchedHead == sqHead) {
+            return;
+        }
+        long now = System.nanoTime();
+        if (watchedHead != sqHead) {
+            watchedHead = sqHead;
+            watchedSince = now;
+            return;
+        }
+        if (now - watchedSince <= answerBudgetNanos) {
+            return;
+        }
+        int i = (int) sqHead & sqMask;
+        long seq = sqWire[i];
+        sqHead = sqHead + 1;
+        qp.cq.add(sqWrId[i], WorkCompletion.RETRY_EXC_ERR, completionOpcode(sqOpcode[i]), 0, 0, false);
+        qp.enterError();
+        qp.peerSilent("request " + seq + " was not answered within " + answerBudgetNanos / 1_000_000
+                + " ms ((retryCount + 1) x the ack timeout)");
+    }
+
+    /**
+     * The peer's SEND {@code seq} waits for a receive there (RNR): everything before it is
+     * acknowledged, and the peer is alive, so the answer timer of the head starts again.
+     */
+    void peerWaits(long seq) {
+        retire(seq - 1, true);
+        if (sqHead < sqTail && sqWire[(int) sqHead & sqMask] == seq) {
+            watchedHead = sqHead;
+            watchedSince = System.nanoTime();
+        }
     }
 
     /** The oldest request not completed: its local buffer, length and key (a READ or atomic answered now). */

@@ -57,7 +57,13 @@ final class TcpResponder implements AutoCloseable {
     private final FrameHeader f = new FrameHeader();
     private long payloadDest;           // where the payload goes; 0: discarded
     private long payloadLeft;
-    private TcpMemoryRegistration payloadRegistration;   // entered while payload is placed
+    /**
+     * The registration the payload lands in. It is entered only around each copy or recv into it,
+     * never across passes, so that closing it waits for one copy at most, whatever the peer does.
+     */
+    private TcpMemoryRegistration payloadRegistration;
+    /** The payload's registration closed while it landed: the rest is read and dropped. */
+    private boolean payloadRevoked;
     private volatile long rnrSince;     // when the first parked SEND began waiting for a receive; 0: not waiting
     private boolean refusing;           // we NAKed a request: apply nothing more from the peer
     private long lastRequestSeq;        // the peer's requests received so far (applied or parked)
@@ -71,6 +77,43 @@ final class TcpResponder implements AutoCloseable {
     TcpResponder(TcpQueuePair qp, QueuePairSpec spec) {
         this.qp = qp;
         this.rnrBudgetNanos = (spec.rnrRetry() + 1L) * TcpQueuePair.RNR_TIMER_MS * 1_000_000L;
+    }
+
+    /**
+     * Enters the payload's registration for one copy or recv; false (and the rest of the payload
+     * is dropped) when it was closed meanwhile. No registration (a parked buffer): nothing to enter.
+     */
+    private boolean enterPayload() {
+        TcpMemoryRegistration r = payloadRegistration;
+        if (r == null || r.enter()) {
+            return true;
+        }
+        payloadRevoked = true;
+        payloadDest = 0;
+        return false;
+    }
+
+    private void exitPayload() {
+        if (payloadRegistration != null) {
+            payloadRegistration.exit();
+        }
+    }
+
+    /** When the last RNR_WAIT went (progress thread). */
+    private long rnrWaitSent;
+
+    /** The SEND at the head waits for a receive: say so to the peer now and then (see {@link TcpFrameDescriptor#RNR_WAIT}). */
+    private void tellWaiting(long now) {
+        if (now - rnrWaitSent < TcpQueuePair.RNR_TIMER_MS * 500_000L) {
+            return;
+        }
+        rnrWaitSent = now;
+        synchronized (qp.txLock) {
+            if (!qp.closed) {
+                qp.frameHeader(RNR_WAIT, 0, 0, 0, f.seq, 0, 0, 0, 0, 0);
+                qp.finishTransmit();
+            }
+        }
     }
 
     /** Whether the stream is read to the end of what came: no frame half read, nothing buffered. */
@@ -105,10 +148,7 @@ final class TcpResponder implements AutoCloseable {
 
     /** The connection ends: a payload being placed lets go of its registration. */
     void releasePayload() {
-        if (payloadRegistration != null) {
-            payloadRegistration.exit();
-            payloadRegistration = null;
-        }
+        payloadRegistration = null;
     }
 
     @Override
@@ -134,8 +174,13 @@ final class TcpResponder implements AutoCloseable {
                     rxStart += take;
                     continue;
                 }
-                if (payloadLeft >= DIRECT_READ && payloadDest != 0) {
-                    long n = streamRead(payloadDest, payloadLeft);
+                if (payloadLeft >= DIRECT_READ && payloadDest != 0 && enterPayload()) {
+                    long n;
+                    try {
+                        n = streamRead(payloadDest, payloadLeft);
+                    } finally {
+                        exitPayload();
+                    }
                     reads++;
                     if (n <= 0) {
                         if (!readFailed(n)) {
@@ -214,9 +259,13 @@ final class TcpResponder implements AutoCloseable {
 
     /** Copies {@code count} buffered payload bytes to where they go (or drops them). */
     private void place(long from, int count) {
-        if (payloadDest != 0) {
-            MemorySegment.copy(MemorySegment.ofAddress(from).reinterpret(count), 0,
-                    MemorySegment.ofAddress(payloadDest).reinterpret(count), 0, count);
+        if (payloadDest != 0 && enterPayload()) {
+            try {
+                MemorySegment.copy(MemorySegment.ofAddress(from).reinterpret(count), 0,
+                        MemorySegment.ofAddress(payloadDest).reinterpret(count), 0, count);
+            } finally {
+                exitPayload();
+            }
             payloadDest += count;
         }
         payloadLeft -= count;
@@ -232,6 +281,7 @@ final class TcpResponder implements AutoCloseable {
         payloadDest = 0;
         payloadLeft = 0;
         payloadRegistration = null;
+        payloadRevoked = false;
         if (f.length < 0 || (f.length > 0 && f.type != SEND && f.type != WRITE && f.type != READ_RESPONSE)) {
             qp.malformed("a " + typeName(f.type) + " frame claims " + f.length + " payload bytes");
             return;
@@ -328,6 +378,7 @@ final class TcpResponder implements AutoCloseable {
         payloadDest = 0;
         payloadLeft = 0;
         payloadRegistration = null;
+        payloadRevoked = false;
     }
 
 
@@ -370,7 +421,7 @@ final class TcpResponder implements AutoCloseable {
             return continueRequest();
         }
         return switch (f.type) {
-            case ACK, NAK, READ_RESPONSE, ATOMIC_RESPONSE -> continueResponse();
+            case ACK, NAK, READ_RESPONSE, ATOMIC_RESPONSE, RNR_WAIT -> continueResponse();
             default -> qp.onControlFrame(f);   // DISCONNECT, the same-host MAP and UNMAP frames, or a lie
         };
     }
@@ -412,7 +463,7 @@ final class TcpResponder implements AutoCloseable {
         if (f.length > 0) {
             why.setLength(0);
             TcpMemoryRegistration r = qp.registrations.check(f.rkey, f.addr, f.length, AccessFlags.REMOTE_WRITE, why);
-            if (r == null || !r.enter()) {
+            if (r == null || r.isClosed()) {
                 refuse(WorkCompletion.REM_ACCESS_ERR, "WRITE", r == null ? why : "the region was closed");
                 payloadLeft = f.length;
                 return true;
@@ -429,6 +480,7 @@ final class TcpResponder implements AutoCloseable {
         TcpRequester requester = qp.requester;
         switch (f.type) {
             case ACK -> requester.retire(f.seq, true);
+            case RNR_WAIT -> requester.peerWaits(f.seq);
             case NAK -> {
                 requester.retire(f.seq - 1, true);
                 requester.failHead(f.seq, f.status);
@@ -440,7 +492,7 @@ final class TcpResponder implements AutoCloseable {
                     return false;
                 }
                 TcpMemoryRegistration r = f.length == 0 ? null : qp.registrations.lookup(requester.headLkey());
-                if (r != null && r.enter()) {
+                if (r != null) {
                     payloadRegistration = r;
                     payloadDest = requester.headLocalAddress();
                 }
@@ -470,10 +522,9 @@ final class TcpResponder implements AutoCloseable {
     /** The frame (and its payload) is done: complete what it completes. */
     private void endPayload() {
         qp.cq.served++;   // a pass that ends a frame did work, even when it completes nothing here
-        if (payloadRegistration != null) {
-            payloadRegistration.exit();
-            payloadRegistration = null;
-        }
+        payloadRegistration = null;
+        boolean revoked = payloadRevoked;
+        payloadRevoked = false;
         inFrame = false;
         if (parked.filling()) {
             parked.filled();   // read whole; applied in order by replayParked
@@ -484,6 +535,10 @@ final class TcpResponder implements AutoCloseable {
         }
         switch (f.type) {
             case SEND, WRITE -> {
+                if (revoked && f.type == WRITE && !refusing) {
+                    // On verbs the rest of a write into a deregistered region fails at the target.
+                    refuse(WorkCompletion.REM_ACCESS_ERR, "WRITE", "the region was closed while the write landed");
+                }
                 if (!refusing) {
                     if (f.type == SEND || (f.flags & FLAG_IMM) != 0) {
                         qp.cq.add(qp.rq.take(), WorkCompletion.SUCCESS,
@@ -525,6 +580,7 @@ final class TcpResponder implements AutoCloseable {
                 return true;
             }
             if (now - rnrSince < rnrBudgetNanos) {
+                tellWaiting(now);
                 return false;   // waits at the head of the parked ones, or deferred
             }
             rnrSince = 0;
@@ -547,7 +603,7 @@ final class TcpResponder implements AutoCloseable {
         }
         if (f.length > 0) {
             TcpMemoryRegistration r = qp.registrations.lookup(qp.rq.headLkey());
-            if (r != null && r.enter()) {
+            if (r != null) {
                 payloadRegistration = r;
                 payloadDest = qp.rq.headAddress();
             }

@@ -7,6 +7,8 @@ import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.util.Arrays;
 
@@ -22,8 +24,12 @@ final class RawPeer implements AutoCloseable {
     private long seq;
     private final ByteBuffer header = ByteBuffer.allocate(TcpFrameDescriptor.HEADER_SIZE).order(ByteOrder.LITTLE_ENDIAN);
 
-    private RawPeer(SocketChannel channel) {
+    private final Selector selector;
+
+    private RawPeer(SocketChannel channel) throws IOException {
         this.channel = channel;
+        channel.configureBlocking(false);
+        this.selector = Selector.open();
     }
 
     /** Connects and completes the handshake as a peer of another host (socket framing, no rings). */
@@ -35,7 +41,7 @@ final class RawPeer implements AutoCloseable {
 
     /** Connects without a handshake. */
     static RawPeer open(InetSocketAddress server) throws IOException {
-        SocketChannel ch = SocketChannel.open(server);
+        SocketChannel ch = SocketChannel.open(server);   // connected while blocking, then non-blocking
         ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
         return new RawPeer(ch);
     }
@@ -73,23 +79,32 @@ final class RawPeer implements AutoCloseable {
         return header;
     }
 
-    /** Writes all of {@code b} or as much as the victim takes within {@code millis}; true when all went. */
+    /**
+     * Writes all of {@code b} or as much as the victim takes within {@code millis}; true when all
+     * went. Waits for room in a selector, not spinning: the attacker must not take the CPU that
+     * the victim and the control connection share with it on a small machine.
+     */
     boolean writeFully(ByteBuffer b, long millis) throws IOException {
         long deadline = System.nanoTime() + millis * 1_000_000;
-        channel.configureBlocking(false);
-        try {
-            while (b.hasRemaining()) {
-                if (channel.write(b) == 0) {
-                    if (System.nanoTime() > deadline) {
-                        return false;
-                    }
-                    Thread.onSpinWait();
-                    Thread.yield();
+        while (b.hasRemaining()) {
+            if (channel.write(b) == 0) {
+                long left = (deadline - System.nanoTime()) / 1_000_000;
+                if (left <= 0 || !await(SelectionKey.OP_WRITE, left)) {
+                    return false;
                 }
             }
-            return true;
+        }
+        return true;
+    }
+
+    /** Waits up to {@code millis} for the channel to be ready for {@code op}. */
+    private boolean await(int op, long millis) throws IOException {
+        SelectionKey key = channel.register(selector, op);
+        try {
+            return selector.select(Math.max(1, millis)) > 0;
         } finally {
-            channel.configureBlocking(true);
+            key.cancel();
+            selector.selectNow();   // deregisters the cancelled key
         }
     }
 
@@ -97,25 +112,20 @@ final class RawPeer implements AutoCloseable {
     byte[] readFully(int n, long millis) throws IOException {
         ByteBuffer b = ByteBuffer.allocate(n);
         long deadline = System.nanoTime() + millis * 1_000_000;
-        channel.configureBlocking(false);
-        try {
-            while (b.hasRemaining()) {
-                int r = channel.read(b);
-                if (r < 0) {
-                    throw new java.io.EOFException("the server closed the connection after " + b.position() + " of " + n
-                            + " bytes");
-                }
-                if (r == 0) {
-                    if (System.nanoTime() > deadline) {
-                        throw new java.net.SocketTimeoutException("no " + n + " bytes in " + millis + " ms");
-                    }
-                    Thread.yield();
+        while (b.hasRemaining()) {
+            int r = channel.read(b);
+            if (r < 0) {
+                throw new java.io.EOFException("the server closed the connection after " + b.position() + " of " + n
+                        + " bytes");
+            }
+            if (r == 0) {
+                long left = (deadline - System.nanoTime()) / 1_000_000;
+                if (left <= 0 || !await(SelectionKey.OP_READ, left)) {
+                    throw new java.net.SocketTimeoutException("no " + n + " bytes in " + millis + " ms");
                 }
             }
-            return b.array();
-        } finally {
-            channel.configureBlocking(true);
         }
+        return b.array();
     }
 
     /**
@@ -145,31 +155,27 @@ final class RawPeer implements AutoCloseable {
     boolean closedWithin(long millis) throws IOException {
         long deadline = System.nanoTime() + millis * 1_000_000;
         ByteBuffer sink = ByteBuffer.allocate(64 * 1024);
-        channel.configureBlocking(false);
-        try {
-            while (System.nanoTime() < deadline) {
-                sink.clear();
-                int r;
-                try {
-                    r = channel.read(sink);
-                } catch (java.net.SocketException e) {
-                    return true;   // reset
-                }
-                if (r < 0) {
-                    return true;
-                }
-                if (r == 0) {
-                    Thread.yield();
-                }
+        while (System.nanoTime() < deadline) {
+            sink.clear();
+            int r;
+            try {
+                r = channel.read(sink);
+            } catch (java.net.SocketException e) {
+                return true;   // reset
             }
-            return false;
-        } finally {
-            channel.configureBlocking(true);
+            if (r < 0) {
+                return true;
+            }
+            if (r == 0) {
+                await(SelectionKey.OP_READ, Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
+            }
         }
+        return false;
     }
 
     @Override
     public void close() throws IOException {
+        selector.close();
         channel.close();
     }
 }
