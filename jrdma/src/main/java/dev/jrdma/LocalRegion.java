@@ -18,7 +18,10 @@ import java.util.Objects;
  * said it let go). Memory from {@link Rdma#register} keeps its own registration, which closing
  * drops.
  *
- * <p>Slices share their parent's registration and exposures and never outlive it: once the
+ * <p>A slice's {@link #toRemote} exposes exactly the slice (its own key, on verbs a registration
+ * of the range): a peer given it reaches nothing of the parent outside it.
+ *
+ * <p>Slices share their parent's registration and never outlive it: once the
  * parent is closed, a slice (or the parent) refuses {@link #segment}, {@link #slice},
  * {@link #toRemote} and every operation, with an exception saying so. Close a region only after
  * the operations that use it completed: the memory goes back to the pool, and a transfer still
@@ -197,7 +200,7 @@ public final class LocalRegion implements AutoCloseable {
         if (root().directWriteToPmem) {
             granted |= RemoteRegion.DIRECT_WRITE_TO_PMEM;
         }
-        return new RemoteRegion(segment.address(), segment.byteSize(), resources.exposure(root().segment, rights).rkey(), granted);
+        return new RemoteRegion(segment.address(), segment.byteSize(), resources.exposure(segment, rights).rkey(), granted);
     }
 
     /**

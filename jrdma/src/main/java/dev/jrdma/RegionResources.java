@@ -7,7 +7,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -34,8 +36,14 @@ final class RegionResources {
     final Rdma rdma;
     final long address, length;
     private final AutoCloseable owner;
-    /** Registrations for peers by (rights >> 1); guarded by this. */
-    private MemoryRegistration[] exposures;
+    /**
+     * Registrations for peers, by the range they expose (the region, or a slice: a peer given a
+     * slice reaches exactly that slice) and the rights; guarded by this.
+     */
+    private Map<Exposure, MemoryRegistration> exposures;
+
+    private record Exposure(long address, long length, int rights) {
+    }
     /** Registrations of leases not yet ended, or ended and still reachable by a peer; guarded by this. */
     private List<MemoryRegistration> leases;
     private volatile boolean closed;
@@ -55,22 +63,27 @@ final class RegionResources {
         return closed;
     }
 
-    /** The registration peers use for {@code rights} over {@code memory} (the root's); registered on first use. */
+    /**
+     * The registration peers use for {@code rights} over {@code memory}: the region itself or a
+     * slice of it, exactly (a slice's key reaches the slice, not its parent); registered on first
+     * use. On verbs that is a memory registration of the range.
+     */
     synchronized MemoryRegistration exposure(MemorySegment memory, int rights) {
         if (closed) {
             throw new IllegalStateException("toRemote: this region is closed: " + this);
         }
-        if (!pooled && rights == (registration.access() & AccessFlags.REMOTE_MASK)) {
+        boolean whole = memory.address() == address && memory.byteSize() == length;
+        if (whole && !pooled && rights == (registration.access() & AccessFlags.REMOTE_MASK)) {
             return registration;
         }
         if (exposures == null) {
-            exposures = new MemoryRegistration[8];
+            exposures = new HashMap<>();
         }
-        int i = rights >> 1;
-        MemoryRegistration e = exposures[i];
+        Exposure key = new Exposure(memory.address(), memory.byteSize(), rights);
+        MemoryRegistration e = exposures.get(key);
         if (e == null) {
             e = rdma.registerExposure(memory, withLocalWrite(rights));
-            exposures[i] = e;
+            exposures.put(key, e);
         }
         return e;
     }
@@ -117,11 +130,7 @@ final class RegionResources {
         List<MemoryRegistration> open = new ArrayList<>();
         synchronized (this) {
             if (exposures != null) {
-                for (MemoryRegistration e : exposures) {
-                    if (e != null) {
-                        open.add(e);
-                    }
-                }
+                open.addAll(exposures.values());
             }
             if (leases != null) {
                 open.addAll(leases);   // ended ones too: a peer may still reach them (shm)

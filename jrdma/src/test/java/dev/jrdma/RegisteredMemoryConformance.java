@@ -189,6 +189,28 @@ abstract class RegisteredMemoryConformance {
         }
     }
 
+    /** 0.1: {@code parent.slice(4096, 4096).toRemote()} gave a key that read the parent's first 4096 bytes too. */
+    @Test
+    void aSliceIsExposedExactlyNotItsParent() throws Exception {
+        long[][] probes = {{-1, 1}, {4096, 1}, {0, 4097}, {-4096, 4096}};   // before, after, overrun, the parent's first page
+        for (long[] probe : probes) {
+            try (TestPair p = TestPair.open(transport(), CompletionMode.ADAPTIVE)) {
+                LocalRegion parent = p.server().allocate(3 * 4096);
+                parent.segment().fill((byte) 7);
+                RemoteRegion rr = parent.slice(4096, 4096).toRemote(Access.REMOTE_READ);
+                assertEquals(parent.address() + 4096, rr.address());
+                assertEquals(4096, rr.length());
+                LocalRegion into = p.client().allocate(4097);
+                p.conn().readSync(rr, into.slice(0, 4096));   // all of the slice: granted
+                assertEquals(7, into.segment().get(ValueLayout.JAVA_BYTE, 4095));
+                RemoteRegion outside = RemoteRegion.of(rr.address() + probe[0], probe[1], rr.rkey());
+                Throwable t = cause(p.conn().read(outside, into.slice(0, probe[1])));
+                assertInstanceOf(RemoteAccessException.class, t, "reading [" + probe[0] + ", +" + probe[1]
+                        + ") of the slice with its key: " + t);
+            }
+        }
+    }
+
     @Test
     void closingTheInstanceEndsItsRegions() throws Exception {
         Transport t = transport();
