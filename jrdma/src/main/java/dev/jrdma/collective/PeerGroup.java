@@ -28,7 +28,9 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
@@ -727,16 +729,31 @@ public final class PeerGroup implements AutoCloseable {
                 f.thenAccept(Connection::close);
             }
         }
+        // All at once, then one wait: a group's close is bounded by one connection's teardown,
+        // not by the sum of them, and it never throws because a peer was slow.
+        List<CompletableFuture<Void>> closing = new ArrayList<>();
         for (int i = 0; i < size; i++) {
             Connection c = peers.get(i);
             if (c != null) {
-                c.close();
+                closing.add(c.closeAsync());
             }
         }
         if (server != null) {
             server.close();
         }
+        try {
+            CompletableFuture.allOf(closing.toArray(CompletableFuture[]::new)).get(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            long left = closing.stream().filter(f -> !f.isDone()).count();
+            System.getLogger("dev.jrdma").log(System.Logger.Level.WARNING, "closing " + this + ": " + left
+                    + " connection(s) not finished after " + CLOSE_WAIT_SECONDS + " s; they go on in the background");
+        }
     }
+
+    /** How long {@link #close} waits for its connections' teardowns (each at most 5 s, all at once). */
+    private static final long CLOSE_WAIT_SECONDS = 6;
 
     @Override
     public String toString() {
