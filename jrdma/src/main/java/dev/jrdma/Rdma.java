@@ -15,6 +15,7 @@ import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CmEventHandler;
 import dev.jrdma.spi.CmListener;
 import dev.jrdma.spi.CompletionChannel;
+import dev.jrdma.spi.ConnectionLimits;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.DeviceCapabilities;
@@ -62,6 +63,7 @@ public final class Rdma implements AutoCloseable {
     private final CompletionChannel[] channels;
     private final AtomicInteger nextIo = new AtomicInteger();
     private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
+    private final int maxConnections;
     private final Set<RdmaServer> servers = ConcurrentHashMap.newKeySet();
     /** What every open region holds (not the regions: a dropped one can be collected and reported). */
     private final Set<RegionResources> regions = ConcurrentHashMap.newKeySet();
@@ -99,6 +101,7 @@ public final class Rdma implements AutoCloseable {
                 throw e;
             }
         }
+        this.maxConnections = b.maxConnections;
         this.pool = new RegisteredMemoryPool(device, AccessFlags.LOCAL_WRITE, b.hugePages);
         this.registrations = new RegistrationCache(device);
         int n = Math.max(1, b.ioThreads);
@@ -106,7 +109,7 @@ public final class Rdma implements AutoCloseable {
         this.channels = new CompletionChannel[n];
         ConnectionManager manager = null;
         try {
-            manager = device.createConnectionManager();
+            manager = device.createConnectionManager(new ConnectionLimits(b.maxPendingHandshakes, b.handshakeTimeout.toNanos()));
             for (int i = 0; i < n; i++) {
                 channels[i] = device.createCompletionChannel();
                 CompletionChannel ch = channels[i];
@@ -624,6 +627,13 @@ public final class Rdma implements AutoCloseable {
                 request.close();
                 return;
             }
+            if (connections.size() >= maxConnections) {
+                LOG.log(System.Logger.Level.WARNING, "rejected a connection from {0}: {1} connections already (maxConnections)",
+                        request.remoteAddress(), connections.size());
+                request.reject(Handshake.rejection("too many connections: the server holds " + maxConnections));
+                request.close();
+                return;
+            }
             IoThread t = pickIo();
             Connection c = new Connection(Rdma.this, t, server.config, request.remoteAddress(), server);
             connections.add(c);
@@ -765,8 +775,49 @@ public final class Rdma implements AutoCloseable {
         private long memoryBudget;
         private boolean leakDetection = Boolean.getBoolean("jrdma.leakDetection");
         private boolean hugePages;
+        private int maxConnections = 4096;
+        private int maxPendingHandshakes = ConnectionLimits.DEFAULTS.maxPendingHandshakes();
+        private java.time.Duration handshakeTimeout = java.time.Duration.ofNanos(ConnectionLimits.DEFAULTS.handshakeTimeoutNanos());
 
         private Builder() {
+        }
+
+        /**
+         * The most connections this instance's servers hold at once; a client past it is rejected
+         * with a reason ("too many connections"). Every connection costs receive buffers and a
+         * queue pair: this bounds what peers can make us allocate. Default 4096.
+         */
+        public Builder maxConnections(int n) {
+            if (n < 1) {
+                throw new IllegalArgumentException("maxConnections must be at least 1, not " + n);
+            }
+            maxConnections = n;
+            return this;
+        }
+
+        /**
+         * How many accepted connections may be in their handshake at once (software providers):
+         * more wait in the kernel's backlog until one finishes or times out. Default 128.
+         */
+        public Builder maxPendingHandshakes(int n) {
+            if (n < 1) {
+                throw new IllegalArgumentException("maxPendingHandshakes must be at least 1, not " + n);
+            }
+            maxPendingHandshakes = n;
+            return this;
+        }
+
+        /**
+         * How long an accepted connection has to finish its handshake before it is dropped
+         * (software providers): a peer that connects and says nothing costs a socket this long.
+         * Default 5 s.
+         */
+        public Builder handshakeTimeout(java.time.Duration timeout) {
+            if (timeout.isNegative() || timeout.isZero()) {
+                throw new IllegalArgumentException("handshakeTimeout must be positive, not " + timeout);
+            }
+            handshakeTimeout = timeout;
+            return this;
         }
 
         /**

@@ -83,6 +83,14 @@ public interface Device extends AutoCloseable {
     ConnectionManager createConnectionManager();
 
     /**
+     * A connection manager that holds peers to {@code limits} before they are connected. Providers
+     * whose connection manager has its own (rdma_cm: the listen backlog) may ignore them.
+     */
+    default ConnectionManager createConnectionManager(ConnectionLimits limits) {
+        return createConnectionManager();
+    }
+
+    /**
      * An fd that becomes readable when the device has asynchronous events to read with
      * {@link #pollEvents}, or -1 when it has no such fd.
      */

@@ -51,6 +51,8 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
     private boolean ringMapped;   // server: the client's ring is mapped here
     private boolean usingRings;   // both agreed: frames go through the rings
     private boolean closed;
+    /** An accepted connection counted against the manager's pending handshakes; guarded by the manager. */
+    boolean countsAsPending;
 
     TcpCmEndpoint(TcpConnectionManager manager, int fd, TcpCmListener listener, InetSocketAddress remote, Phase phase,
                   long deadlineNanos, int qpNum) {

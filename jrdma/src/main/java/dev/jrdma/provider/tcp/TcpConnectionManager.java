@@ -11,6 +11,7 @@ import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CmEventHandler;
 import dev.jrdma.spi.CmListener;
 import dev.jrdma.spi.CompletionQueue;
+import dev.jrdma.spi.ConnectionLimits;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.QueuePair;
 import dev.jrdma.spi.QueuePairSpec;
@@ -53,8 +54,13 @@ final class TcpConnectionManager implements ConnectionManager {
     private static final long CHECK_NANOS = 20_000;
     private final PollThrottle throttle = new PollThrottle(CHECK_NANOS);
 
-    TcpConnectionManager(TcpDevice device) {
+    private final ConnectionLimits limits;
+    /** Accepted connections in their handshake (server side); guarded by this. */
+    private int pendingHandshakes;
+
+    TcpConnectionManager(TcpDevice device, ConnectionLimits limits) {
         this.device = device;
+        this.limits = limits;
         epfd = Sockets.epollCreate();
         wakeFd = LibC.eventFd();
         Sockets.epollCtl(epfd, Sockets.EPOLL_CTL_ADD, wakeFd, Sockets.EPOLLIN, ctl);
@@ -141,6 +147,10 @@ final class TcpConnectionManager implements ConnectionManager {
             Object o = byFd.remove(fd);
             if (o instanceof TcpCmEndpoint e) {
                 handshaking.remove(e);
+                if (e.countsAsPending) {
+                    e.countsAsPending = false;
+                    pendingHandshakes--;
+                }
             }
         }
         synchronized (this) {
@@ -233,11 +243,16 @@ final class TcpConnectionManager implements ConnectionManager {
 
     private int acceptAll(TcpCmListener l) {
         int count = 0;
-        for (int s; (s = acceptOrBackOff(l)) >= 0; count++) {
+        for (int s; (s = acceptUnlessFull(l)) >= 0; count++) {
             try {
                 Sockets.setIntOption(s, Sockets.IPPROTO_TCP, Sockets.TCP_NODELAY, 1, "TCP_NODELAY");
                 TcpCmEndpoint e = new TcpCmEndpoint(this, s, l, Sockets.remoteAddress(s),
-                        TcpCmEndpoint.Phase.AWAITING_HELLO, System.nanoTime() + 30_000_000_000L, device.nextQpNum());
+                        TcpCmEndpoint.Phase.AWAITING_HELLO, System.nanoTime() + limits.handshakeTimeoutNanos(),
+                        device.nextQpNum());
+                synchronized (this) {
+                    e.countsAsPending = true;
+                    pendingHandshakes++;
+                }
                 track(e);
                 watchNew(s, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
             } catch (RdmaException | IllegalStateException e) {
@@ -271,7 +286,9 @@ final class TcpConnectionManager implements ConnectionManager {
             l.resumeAt = System.nanoTime() + l.acceptBackoffMs * 1_000_000L;
             watch(l.fd, 0);
             synchronized (this) {
-                backingOff.add(l);
+                if (!backingOff.contains(l)) {
+                    backingOff.add(l);
+                }
             }
             if (first) {
                 Log.quietly(System.Logger.Level.WARNING, "tcp: cannot accept on " + l.address() + ": " + e.getMessage()
@@ -280,6 +297,26 @@ final class TcpConnectionManager implements ConnectionManager {
             }
             return -1;
         }
+    }
+
+    /**
+     * The next connection waiting on {@code l}, unless {@link ConnectionLimits#maxPendingHandshakes}
+     * are under way: then none (-1), and the listener is looked at again in 10 ms. What waits stays
+     * in the kernel's backlog, costing us nothing; a slow handshake frees its place within the
+     * handshake time-out.
+     */
+    private int acceptUnlessFull(TcpCmListener l) {
+        synchronized (this) {
+            if (pendingHandshakes >= limits.maxPendingHandshakes()) {
+                l.resumeAt = System.nanoTime() + 10_000_000L;
+                watch(l.fd, 0);
+                if (!backingOff.contains(l)) {
+                    backingOff.add(l);
+                }
+                return -1;
+            }
+        }
+        return acceptOrBackOff(l);
     }
 
     /** Watches again the listeners whose accept back-off is over; on the manager's thread. */

@@ -3,6 +3,7 @@ package dev.jrdma.provider.tcp;
 import dev.jrdma.spi.ShareableMemory;
 import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.CompletionQueue;
+import dev.jrdma.spi.ConnectionLimits;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.DeviceCapabilities;
@@ -102,7 +103,12 @@ final class TcpDevice implements Device {
 
     @Override
     public ConnectionManager createConnectionManager() {
-        return new TcpConnectionManager(this);
+        return new TcpConnectionManager(this, ConnectionLimits.DEFAULTS);
+    }
+
+    @Override
+    public ConnectionManager createConnectionManager(ConnectionLimits limits) {
+        return new TcpConnectionManager(this, limits);
     }
 
     @Override

@@ -191,6 +191,88 @@ class HostilePeerTest {
         }
     }
 
+    /**
+     * Handshakes that never finish: 0.1 kept each for 30 s and without a limit. Now a target with a
+     * 1 s handshake time-out and at most 32 pending handshakes holds at most 32 sockets for them at
+     * any moment, drops each within the time-out (+ 1 s), and keeps serving its connection.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    @Timeout(120)
+    void aHandshakeSlowlorisIsHeldToThePendingLimitAndTheTimeOut(String provider) throws Exception {
+        try (Target target = Target.start(provider, "1000", "32"); Control control = new Control(target.address)) {
+            int baseline = target.openFds();
+            long rssBefore = target.rssKib();
+            control.start();
+            List<RawPeer> slow = new ArrayList<>();
+            try {
+                for (int i = 0; i < 200; i++) {
+                    RawPeer p = RawPeer.open(target.address);
+                    p.writeFully(ByteBuffer.wrap(TcpHandshake.header(TcpHandshake.HELLO, 100), 0, 5), 1_000);   // 5 of 16 bytes
+                    slow.add(p);
+                }
+                int peak = 0;
+                for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(3); System.nanoTime() < end; ) {
+                    peak = Math.max(peak, target.openFds() - baseline);
+                    Thread.onSpinWait();
+                }
+                assertTrue(peak <= 32 + 4, "the target held " + peak + " more fds (32 pending handshakes allowed)");
+                // The first ones it took were dropped within the time-out (+ 1 s).
+                assertTrue(slow.get(0).closedWithin(1_000), "a handshake stalled for 3 s was not dropped");
+                control.awaitRoundTrips(200);
+            } finally {
+                for (RawPeer p : slow) {
+                    p.close();
+                }
+            }
+            control.stop();
+            control.assertHealthy();
+            assertRssGrowth(target.rssKib() - rssBefore, "after 200 stalled handshakes");
+        }
+    }
+
+    /**
+     * 10 000 connections that say nothing, against a target that allows 64 pending handshakes of
+     * 1 s: its fds stay within the limit, its RSS within the bound, and its connection is served.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp"})
+    @Timeout(180)
+    void tenThousandIdleConnectionsCostAtMostThePendingLimit(String provider) throws Exception {
+        try (Target target = Target.start(provider, "1000", "64"); Control control = new Control(target.address)) {
+            int baseline = target.openFds();
+            long rssBefore = target.rssKib();
+            control.start();
+            List<SocketChannel> idle = new ArrayList<>();
+            int peak = 0;
+            try {
+                for (int i = 0; i < 10_000; i++) {
+                    SocketChannel ch = SocketChannel.open();
+                    ch.configureBlocking(false);
+                    ch.connect(target.address);
+                    idle.add(ch);
+                    if ((i & 255) == 0) {
+                        peak = Math.max(peak, target.openFds() - baseline);
+                    }
+                }
+                for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(3); System.nanoTime() < end; ) {
+                    peak = Math.max(peak, target.openFds() - baseline);
+                    Thread.onSpinWait();
+                }
+                control.awaitRoundTrips(200);
+            } finally {
+                for (SocketChannel ch : idle) {
+                    ch.close();
+                }
+            }
+            control.stop();
+            System.out.println("HostilePeerTest: 10 000 idle connections, the target's fds peaked at +" + peak);
+            assertTrue(peak <= 64 + 4, "the target held " + peak + " more fds (64 pending handshakes allowed)");
+            control.assertHealthy();
+            assertRssGrowth(target.rssKib() - rssBefore, "after 10 000 idle connections");
+        }
+    }
+
     /** What an attack does, given the target, the attacker's connection and the target's RSS before. */
     private interface Attack {
         void run(Target target, RawPeer attacker, long rssBeforeKib) throws Exception;
@@ -241,12 +323,13 @@ class HostilePeerTest {
             this.address = address;
         }
 
-        static Target start(String provider) throws IOException {
+        static Target start(String provider, String... limits) throws IOException {
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-            Process p = new ProcessBuilder(java, "-Xms64m", "-Xmx64m", "-XX:+AlwaysPreTouch", "-XX:+UseSerialGC",
-                    "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                    HostileTargetMain.class.getName(), provider, String.valueOf(DEPTH))
-                    .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            List<String> command = new ArrayList<>(List.of(java, "-Xms64m", "-Xmx64m", "-XX:+AlwaysPreTouch",
+                    "-XX:+UseSerialGC", "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                    HostileTargetMain.class.getName(), provider, String.valueOf(DEPTH)));
+            command.addAll(List.of(limits));
+            Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
             BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
             String line = out.readLine();
             if (line == null || !line.startsWith("ready ")) {

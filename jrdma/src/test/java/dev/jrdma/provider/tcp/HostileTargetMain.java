@@ -12,13 +12,14 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.stream.Stream;
 
 /**
  * The victim of {@link HostilePeerTest}, in a JVM of its own so that its resident memory can be
  * measured apart from the attacker's (the test runs it with a fixed, pre-touched heap: what its
  * RSS gains is native memory). {@code PROVIDER RECEIVE_DEPTH}: listens on loopback with that
- * receive depth, exposes a 16 MiB region (all access) in its private data, never takes a message
+ * receive depth (and optionally a handshake time-out in ms and the most pending handshakes), exposes a 16 MiB region (all access) in its private data, never takes a message
  * (so receives run out), prints "ready PORT", and ends when its standard input closes.
  */
 public final class HostileTargetMain {
@@ -45,7 +46,11 @@ public final class HostileTargetMain {
         String provider = args[0];
         loadEveryLibraryClass();
         int depth = Integer.parseInt(args[1]);
-        try (Rdma rdma = Rdma.builder().provider(provider).build(); LocalRegion region = rdma.allocate(EXPOSED)) {
+        Rdma.Builder builder = Rdma.builder().provider(provider);
+        if (args.length > 2) {   // HANDSHAKE_TIMEOUT_MS MAX_PENDING_HANDSHAKES
+            builder.handshakeTimeout(Duration.ofMillis(Long.parseLong(args[2]))).maxPendingHandshakes(Integer.parseInt(args[3]));
+        }
+        try (Rdma rdma = builder.build(); LocalRegion region = rdma.allocate(EXPOSED)) {
             ConnectionConfig config = ConnectionConfig.builder().receiveQueueDepth(depth).receiveBufferSize(4096)
                     .privateData(region.toRemote().toDescriptor()).build();
             try (RdmaServer s = rdma.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), config, c -> { })) {
