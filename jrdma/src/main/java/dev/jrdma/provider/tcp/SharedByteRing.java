@@ -58,7 +58,7 @@ final class SharedByteRing {
         if (n <= 0) {
             return 0;
         }
-        long off = at % capacity;
+        long off = Math.floorMod(at, capacity);   // positions are the peer's to write: never a negative offset
         long first = Math.min(n, capacity - off);
         MemorySegment src = MemorySegment.ofAddress(address).reinterpret(n);
         MemorySegment.copy(src, 0, ring, HEADER + off, first);
@@ -107,7 +107,7 @@ final class SharedByteRing {
         }
         long consumed = (long) LONG.getOpaque(ring, CONSUMED);
         long n = Math.min(avail, length);
-        long off = consumed % capacity;
+        long off = Math.floorMod(consumed, capacity);
         long first = Math.min(n, capacity - off);
         MemorySegment dst = MemorySegment.ofAddress(address).reinterpret(n);
         MemorySegment.copy(ring, HEADER + off, dst, 0, first);

@@ -33,6 +33,12 @@ final class TcpResponder implements AutoCloseable {
 
     /** Passes of reading per progress call: bounds the time one connection holds the IO thread. */
     private static final int READS_PER_PROGRESS = 16;
+    /**
+     * Frames of one connection per progress call: with READS_PER_PROGRESS alone, a peer sending
+     * header-only frames held the IO thread for 20 000 of them (tens of ms) before the other
+     * connections on it had a turn. What is left is taken on the next pass.
+     */
+    private static final int FRAMES_PER_PROGRESS = 256;
     private static final VarHandle LONG_ATOMIC = ValueLayout.JAVA_LONG.varHandle();
     /** Payload still to come at least this large is read straight into its destination. */
     private static final int DIRECT_READ = 16 * 1024;
@@ -165,7 +171,9 @@ final class TcpResponder implements AutoCloseable {
         if (!inFrame && !parked.isEmpty()) {
             replayParked();
         }
-        for (int reads = 0; reads < READS_PER_PROGRESS && !qp.peerGoneReported && !deferred; ) {
+        int frames = 0;
+        for (int reads = 0; reads < READS_PER_PROGRESS && frames < FRAMES_PER_PROGRESS && !qp.peerGoneReported
+                && !deferred; ) {
             if (inFrame) {
                 int buffered = rxEnd - rxStart;
                 if (buffered > 0) {
@@ -198,6 +206,7 @@ final class TcpResponder implements AutoCloseable {
             } else if (rxEnd - rxStart >= HEADER_SIZE) {
                 int at = rxStart;
                 rxStart += HEADER_SIZE;
+                frames++;
                 beginFrame(at);
                 continue;
             }
