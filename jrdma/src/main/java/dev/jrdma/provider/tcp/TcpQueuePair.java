@@ -407,6 +407,9 @@ final class TcpQueuePair implements QueuePair {
     /** MAP_REQUESTs for keys that name no memory a connection may make before it is ended as a key search. */
     static final int MAX_UNKNOWN_KEY_MAP_REQUESTS = 16;
 
+    /** Queue pairs ended by a throwable in their progress, in this process (the fuzz tests count them: each is a bug). */
+    static final java.util.concurrent.atomic.AtomicLong INTERNAL_FAILURES = new java.util.concurrent.atomic.AtomicLong();
+
     /** Queue pairs that started in ring mode, in this process (for tests and diagnostics). */
     static final java.util.concurrent.atomic.AtomicLong RING_CONNECTIONS = new java.util.concurrent.atomic.AtomicLong();
 
@@ -512,6 +515,7 @@ final class TcpQueuePair implements QueuePair {
             return;
         }
         failedInternally = true;   // progress does nothing more: what threw is not tried again
+        INTERNAL_FAILURES.incrementAndGet();
         try {
             responder.releasePayload();
             Sockets.shutdown(fd, Sockets.SHUT_RDWR);

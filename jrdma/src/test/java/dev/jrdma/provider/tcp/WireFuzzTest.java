@@ -3,18 +3,96 @@ package dev.jrdma.provider.tcp;
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 
+import dev.jrdma.Access;
+import dev.jrdma.LocalRegion;
+import dev.jrdma.Rdma;
+import dev.jrdma.RdmaServer;
+import dev.jrdma.RemoteRegion;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 
 /**
- * Coverage-guided fuzzing (Jazzer) of what a peer controls: the handshake decoder and the shared
- * ring's consumer and producer with positions a peer writes. Without JAZZER_FUZZ=1 each runs its
+ * Coverage-guided fuzzing (Jazzer) of what a peer controls: frames after the handshake (parsed and
+ * applied by a real server on its IO thread), the handshake decoder, and the shared ring's
+ * consumer and producer with positions a peer writes. Without JAZZER_FUZZ=1 each runs its
  * seed inputs (a regression test); with it, it fuzzes (scripts/fuzz). Passes when nothing but the
  * documented refusals (IllegalArgumentException for a bad handshake, -1 for impossible ring
  * positions) comes out, and the guard bytes around the ring never change.
  */
 class WireFuzzTest {
+    private static final int PAGE = 4096;
+    private static Rdma server;
+    private static RdmaServer listener;
+    private static MemorySegment memory;
+    private static byte[] pattern;
+    private static RemoteRegion window;
+
+    /** One server for every input: a registered page between two guard pages of a known pattern. */
+    private static synchronized void startServer() {
+        if (server != null) {
+            return;
+        }
+        server = Rdma.builder().provider("tcp").build();
+        memory = Arena.ofShared().allocate(3L * PAGE, PAGE);   // lives as long as the JVM
+        for (long i = 0; i < memory.byteSize(); i++) {
+            memory.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 3));
+        }
+        pattern = memory.toArray(ValueLayout.JAVA_BYTE);
+        LocalRegion w = server.register(memory.asSlice(PAGE, PAGE), Access.values());
+        window = w.toRemote();
+        listener = server.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), c -> { });
+    }
+
+    /**
+     * Frames after a handshake, as a peer may send them: types (valid and not), flags, lengths,
+     * sequence numbers, keys and addresses around the one registered window, with payloads. The
+     * server's IO thread parses and applies them; nothing of them may throw there (the queue
+     * pair's exception barrier counts it) or touch the guard pages.
+     */
+    @FuzzTest(maxDuration = "10s")
+    void framesFromAPeer(FuzzedDataProvider data) throws Exception {
+        startServer();
+        long failuresBefore = TcpQueuePair.INTERNAL_FAILURES.get();
+        byte[] types = {TcpFrameDescriptor.SEND, TcpFrameDescriptor.WRITE, TcpFrameDescriptor.READ_REQUEST,
+            TcpFrameDescriptor.COMPARE_SWAP, TcpFrameDescriptor.FETCH_ADD, TcpFrameDescriptor.FLUSH, TcpFrameDescriptor.ACK,
+            TcpFrameDescriptor.NAK, TcpFrameDescriptor.READ_RESPONSE, TcpFrameDescriptor.ATOMIC_RESPONSE,
+            TcpFrameDescriptor.RNR_WAIT, TcpFrameDescriptor.DISCONNECT, TcpFrameDescriptor.MAP_REQUEST,
+            TcpFrameDescriptor.MAP_RESPONSE, TcpFrameDescriptor.UNMAP, TcpFrameDescriptor.UNMAP_ACK};
+        try (RawPeer p = RawPeer.connect(listener.address())) {
+            ByteBuffer out = ByteBuffer.allocate(64 * 1024);
+            long seq = 0;
+            for (int frames = data.consumeInt(1, 12); frames > 0 && out.remaining() > 1024; frames--) {
+                byte type = data.consumeBoolean() ? data.pickValue(types) : data.consumeByte();
+                int length = data.consumeBoolean() ? data.consumeInt(0, 512) : data.consumeInt();
+                long s = data.consumeBoolean() ? ++seq : data.consumeLong();
+                long addr = data.consumeBoolean() ? window.address() + data.consumeLong(-PAGE, 2L * PAGE) : data.consumeLong();
+                int rkey = data.consumeBoolean() ? window.rkey() : data.consumeInt();
+                out.put(p.frame(type, data.consumeInt(0, 255), length, s, addr, rkey, data.consumeInt(),
+                        data.consumeBoolean() ? data.consumeLong(-16, 1024) : data.consumeLong(), data.consumeLong()));
+                byte[] payload = data.consumeBytes(Math.max(0, Math.min(length, 512)));
+                out.put(payload);
+            }
+            out.flip();
+            p.writeFully(out, 1_000);
+            p.closedWithin(50);   // let the server read it (it answers, refuses, or closes)
+        }
+        // Frames that reach the window legitimately may change it; the guard pages never.
+        for (int i = 0; i < PAGE; i++) {
+            if (memory.get(ValueLayout.JAVA_BYTE, i) != pattern[i]
+                    || memory.get(ValueLayout.JAVA_BYTE, 2L * PAGE + i) != pattern[2 * PAGE + i]) {
+                throw new AssertionError("a guard byte at " + i + " of a guard page changed");
+            }
+        }
+        if (TcpQueuePair.INTERNAL_FAILURES.get() != failuresBefore) {
+            throw new AssertionError("a frame made the server's progress throw (see the log)");
+        }
+    }
+
     @FuzzTest(maxDuration = "10s")
     void handshakeDecoding(byte[] input) {
         try {
