@@ -2,6 +2,7 @@ package dev.jrdma.provider.tcp;
 
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
+import org.junit.jupiter.api.AfterAll;
 
 import dev.jrdma.Access;
 import dev.jrdma.LocalRegion;
@@ -28,6 +29,7 @@ class WireFuzzTest {
     private static final int PAGE = 4096;
     private static Rdma server;
     private static RdmaServer listener;
+    private static Arena arena;
     private static MemorySegment memory;
     private static byte[] pattern;
     private static RemoteRegion window;
@@ -38,7 +40,8 @@ class WireFuzzTest {
             return;
         }
         server = Rdma.builder().provider("tcp").build();
-        memory = Arena.ofShared().allocate(3L * PAGE, PAGE);   // lives as long as the JVM
+        arena = Arena.ofShared();
+        memory = arena.allocate(3L * PAGE, PAGE);
         for (long i = 0; i < memory.byteSize(); i++) {
             memory.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 3));
         }
@@ -46,6 +49,16 @@ class WireFuzzTest {
         LocalRegion w = server.register(memory.asSlice(PAGE, PAGE), Access.values());
         window = w.toRemote();
         listener = server.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), c -> { });
+    }
+
+    /** The server goes with the class: other tests of this JVM count threads and fds. */
+    @AfterAll
+    static synchronized void stopServer() {
+        if (server != null) {
+            server.close();
+            arena.close();
+            server = null;
+        }
     }
 
     /**
