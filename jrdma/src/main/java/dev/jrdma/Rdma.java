@@ -335,6 +335,19 @@ public final class Rdma implements AutoCloseable {
         return bits;
     }
 
+    /**
+     * Whether the calling thread is one of this instance's IO threads: callbacks run there, and a
+     * callback must not block it (close from one returns without waiting for the teardown).
+     */
+    public boolean isIoThread() {
+        for (IoThread t : io) {
+            if (t.inThisThread()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Whether the pool got huge pages ({@link Builder#hugePages}) for any of its memory. */
     public boolean hugePagesInUse() {
         return pool.hugePagesInUse();

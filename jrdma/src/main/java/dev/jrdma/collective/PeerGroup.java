@@ -741,6 +741,9 @@ public final class PeerGroup implements AutoCloseable {
         if (server != null) {
             server.close();
         }
+        if (rdma.isIoThread()) {
+            return;   // a callback: waiting here would block the thread that finishes the teardowns
+        }
         try {
             CompletableFuture.allOf(closing.toArray(CompletableFuture[]::new)).get(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
         } catch (InterruptedException e) {

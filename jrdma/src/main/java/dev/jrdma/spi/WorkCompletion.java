@@ -20,6 +20,9 @@ public final class WorkCompletion {
         "IBV_WC_FATAL_ERR", "IBV_WC_RESP_TIMEOUT_ERR", "IBV_WC_GENERAL_ERR", "IBV_WC_TM_ERR",
         "IBV_WC_TM_RNDV_INCOMPLETE"};
 
+    /** The highest {@code ibv_wc_status} value (IBV_WC_TM_RNDV_INCOMPLETE). */
+    public static final int MAX_STATUS = STATUS.length - 1;
+
     private WorkCompletion() {
     }
 

@@ -55,8 +55,15 @@ final class TcpCompletionChannel implements CompletionChannel {
 
     /** Adds, changes ({@code events}) or removes (events -1) a socket of a queue pair; any thread. */
     void watch(int fd, int events, boolean add) {
-        if (!closed) {
-            control(add ? Sockets.EPOLL_CTL_ADD : Sockets.EPOLL_CTL_MOD, fd, events);
+        if (closed) {
+            return;
+        }
+        if (add) {
+            control(Sockets.EPOLL_CTL_ADD, fd, events);
+        } else {
+            // A change for a socket no longer watched (its connection ended: gone() unwatched it,
+            // possibly on another thread) is moot, not an error: a post must not throw for it.
+            Sockets.epollCtl(epfd, Sockets.EPOLL_CTL_MOD, fd, events, ctlBuf.get());
         }
     }
 

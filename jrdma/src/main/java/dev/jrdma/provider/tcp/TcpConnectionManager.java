@@ -249,13 +249,14 @@ final class TcpConnectionManager implements ConnectionManager {
                 TcpCmEndpoint e = new TcpCmEndpoint(this, s, l, Sockets.remoteAddress(s),
                         TcpCmEndpoint.Phase.AWAITING_HELLO, System.nanoTime() + limits.handshakeTimeoutNanos(),
                         device.nextQpNum());
+                watchNew(s, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);   // first: a failure leaves nothing tracked
                 synchronized (this) {
                     e.countsAsPending = true;
                     pendingHandshakes++;
                 }
                 track(e);
-                watchNew(s, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
             } catch (RdmaException | IllegalStateException e) {
+                forget(s);
                 Sockets.close(s);
             }
         }

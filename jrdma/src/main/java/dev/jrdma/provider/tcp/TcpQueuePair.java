@@ -35,9 +35,10 @@ import java.util.function.Consumer;
  * budget per connection, {@value ParkedRequests#BUDGET} bytes, payloads and a fixed
  * {@value ParkedRequests#FRAME_COST} bytes a frame counted: a frame that does not fit is not read
  * (nothing is allocated for what it declares) and the stream stops there, until parked frames
- * drain or a receive is posted; TCP flow control then holds the peer. Likewise the stream is
- * not read while more than {@value #TX_BACKLOG_LIMIT} bytes of our answers wait for the peer to
- * read them: a peer that stops reading stops being read. After the peer's RNR budget,
+ * drain or a receive is posted; TCP flow control then holds the peer. While more than
+ * {@value TcpResponder#TX_BACKLOG_LIMIT} bytes of our answers wait for the peer to read them,
+ * its READs and atomics are parked (headers only) rather than answered: a peer that stops
+ * reading gets no more answers, and one that reads gets them. After the peer's RNR budget,
  * {@code (rnrRetry + 1) x} {@value #RNR_TIMER_MS} ms without a receive for the SEND at the head,
  * it is refused with {@code IBV_WC_RNR_RETRY_EXC_ERR}; the budget starts again for each SEND
  * that finds no receive.
@@ -252,6 +253,9 @@ final class TcpQueuePair implements QueuePair {
 
     /** After queueing: send, and watch for room when the socket did not take everything. */
     void finishTransmit() {
+        if (closed) {
+            return;   // the transmitter is freed; a post after close was refused already
+        }
         boolean done = tx.flush();
         if (ringMode) {
             return;   // room in the ring comes with a doorbell from the peer (SharedByteRing's "waits")
@@ -292,6 +296,11 @@ final class TcpQueuePair implements QueuePair {
         if (cq.channel != null) {
             cq.channel.wake();
         }
+    }
+
+    /** Whether the responder has stopped reading the peer (a budget is full): the peer's answers wait too. */
+    boolean responderDeferred() {
+        return responder.deferred();
     }
 
     /** Sends an ACK owed now, if any (before the IO thread sleeps: nothing may wait for a next pass). */

@@ -473,11 +473,13 @@ final class TcpRequester {
      * it has waited past the answer budget. Looks at the clock every 64th pass.
      */
     private void checkLiveness() {
-        if ((++livenessPasses & 63) != 0 && watchedHead == sqHead) {
+        if ((++livenessPasses & 7) != 0 && watchedHead == sqHead) {
             return;
         }
         long now = System.nanoTime();
-        if (watchedHead != sqHead) {
+        if (watchedHead != sqHead || qp.tx.backlogBytes() > 0 || qp.responderDeferred()) {
+            // A new head; or the head may not have left here yet; or this side is not reading the
+            // peer's answers (deferred): none of that is the peer's silence.
             watchedHead = sqHead;
             watchedSince = now;
             return;
@@ -492,6 +494,11 @@ final class TcpRequester {
         qp.enterError();
         qp.peerSilent("request " + seq + " was not answered within " + answerBudgetNanos / 1_000_000
                 + " ms ((retryCount + 1) x the ack timeout)");
+    }
+
+    /** Bytes came from the peer: it is alive, so the head's answer timer starts again (progress thread). */
+    void peerAlive() {
+        watchedSince = System.nanoTime();
     }
 
     /**

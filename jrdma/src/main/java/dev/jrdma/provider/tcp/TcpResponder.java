@@ -21,8 +21,9 @@ import java.lang.invoke.VarHandle;
  * registrations (SEND into a posted receive, WRITE, READ, atomics, FLUSH) and answers them in
  * order; responses to this side's own requests go to the {@link TcpRequester}. It keeps every
  * peer within its budgets: requests parked behind a SEND that waits for a receive
- * ({@link ParkedRequests}), and answers the peer does not read ({@value #TX_BACKLOG_LIMIT}
- * bytes), past which the stream is not read. The first request it refuses is NAKed and nothing
+ * ({@link ParkedRequests}), past which the stream is not read, and answers the peer does not
+ * read ({@value #TX_BACKLOG_LIMIT} bytes), past which its READs and atomics wait, parked. The
+ * first request it refuses is NAKed and nothing
  * more of the peer's is applied, as an RC responder does.
  */
 final class TcpResponder implements AutoCloseable {
@@ -92,6 +93,7 @@ final class TcpResponder implements AutoCloseable {
     private boolean enterPayload() {
         TcpMemoryRegistration r = payloadRegistration;
         if (r == null || r.enter()) {
+            entered = r;
             return true;
         }
         payloadRevoked = true;
@@ -99,9 +101,14 @@ final class TcpResponder implements AutoCloseable {
         return false;
     }
 
+    /** The registration entered by the last {@link #enterPayload}: exited even if the connection ended meanwhile. */
+    private TcpMemoryRegistration entered;
+
     private void exitPayload() {
-        if (payloadRegistration != null) {
-            payloadRegistration.exit();
+        TcpMemoryRegistration r = entered;
+        entered = null;
+        if (r != null) {
+            r.exit();
         }
     }
 
@@ -198,6 +205,7 @@ final class TcpResponder implements AutoCloseable {
                     }
                     payloadDest += n;
                     payloadLeft -= n;
+                    qp.requester.peerAlive();
                     if (payloadLeft == 0) {
                         endPayload();
                     }
@@ -227,6 +235,7 @@ final class TcpResponder implements AutoCloseable {
                 continue;
             }
             rxEnd += (int) n;
+            qp.requester.peerAlive();
         }
     }
 
@@ -308,17 +317,36 @@ final class TcpResponder implements AutoCloseable {
                 return;
             }
         }
-        if (f.type < ACK && !refusing && qp.tx.backlogBytes() > TX_BACKLOG_LIMIT) {
-            defer();   // the peer is not reading our answers: read no more of its requests
-            return;
-        }
         dispatch();
+    }
+
+    /**
+     * Our answers (READ and atomic responses) the peer has not read yet: the bytes queued up to
+     * the last answer that the socket has not taken. Our own requests' payloads in between count
+     * only while an answer waits behind them.
+     */
+    private long answersWaiting() {
+        return qp.tx.unsentUpTo(answersQueuedUpTo);
+    }
+
+    /** Where, in bytes ever queued, our last answer ended (under the transmit lock). */
+    private long answersQueuedUpTo;
+
+    /**
+     * A READ or atomic while more than {@link #TX_BACKLOG_LIMIT} of our answers wait for the peer
+     * to read them: it is parked (its header only), with the requests after it, and answered when
+     * the peer has read; meanwhile the peer's stream is read on, so its answers to our requests
+     * keep coming (two honest peers reading from each other never wait on each other).
+     */
+    private boolean holdsAnswer() {
+        return (f.type == READ_REQUEST || f.type == COMPARE_SWAP || f.type == FETCH_ADD)
+                && answersWaiting() > TX_BACKLOG_LIMIT;
     }
 
 
     /** Takes the current frame: parks it behind parked ones, or applies it (or starts its payload). */
     private void dispatch() {
-        if (f.type < ACK && !parked.isEmpty() && !refusing) {
+        if (f.type < ACK && !refusing && (!parked.isEmpty() || holdsAnswer())) {
             if (!park()) {
                 return;   // requests after a parked one wait behind it, in order; no room: deferred
             }
@@ -348,7 +376,7 @@ final class TcpResponder implements AutoCloseable {
         if (!parked.isEmpty()) {
             replayParked();
         }
-        if (qp.peerGoneReported || (qp.tx.backlogBytes() > TX_BACKLOG_LIMIT && !refusing)) {
+        if (qp.peerGoneReported) {
             return false;
         }
         deferred = false;
@@ -393,9 +421,13 @@ final class TcpResponder implements AutoCloseable {
 
     /** Applies parked requests in order, as far as receives are posted for the SENDs among them. */
     private void replayParked() {
-        while (!parked.isEmpty() && !qp.peerGoneReported) {
+        for (int n = 0; n < FRAMES_PER_PROGRESS && !parked.isEmpty() && !qp.peerGoneReported; n++) {
             ParkedRequests.Parked p = parked.first();
             load(p.header);
+            if (!refusing && holdsAnswer()) {
+                inFrame = false;
+                return;   // the peer has not read our answers yet: it waits (the stream is read on)
+            }
             replaying = true;
             boolean go;
             try {
@@ -491,6 +523,10 @@ final class TcpResponder implements AutoCloseable {
             case ACK -> requester.retire(f.seq, true);
             case RNR_WAIT -> requester.peerWaits(f.seq);
             case NAK -> {
+                if (f.status == WorkCompletion.SUCCESS || f.status > WorkCompletion.MAX_STATUS) {
+                    qp.malformed("a NAK with status " + f.status + ", which is no error");
+                    return false;
+                }
                 requester.retire(f.seq - 1, true);
                 requester.failHead(f.seq, f.status);
             }
@@ -549,8 +585,9 @@ final class TcpResponder implements AutoCloseable {
                     refuse(WorkCompletion.REM_ACCESS_ERR, "WRITE", "the region was closed while the write landed");
                 }
                 if (!refusing) {
-                    if (f.type == SEND || (f.flags & FLAG_IMM) != 0) {
-                        qp.cq.add(qp.rq.take(), WorkCompletion.SUCCESS,
+                    if ((f.type == SEND || (f.flags & FLAG_IMM) != 0) && !qp.rq.isEmpty()) {
+                        // (An empty queue: the QP went to error while the payload landed, and flushed the receive.)
+                        qp.cq.add(qp.rq.take(), revoked ? WorkCompletion.LOC_PROT_ERR : WorkCompletion.SUCCESS,
                                 f.type == SEND ? WorkCompletion.OP_RECV : WorkCompletion.OP_RECV_RDMA_WITH_IMM, f.length,
                                 f.imm, (f.flags & FLAG_IMM) != 0);
                     }
@@ -598,6 +635,7 @@ final class TcpResponder implements AutoCloseable {
             payloadLeft = f.length;
             return true;
         }
+        rnrSince = 0;   // a receive was there: the next SEND that finds none has a budget of its own
         if (forImm) {
             return true;   // the receive is consumed when the write completes
         }
@@ -671,6 +709,7 @@ final class TcpResponder implements AutoCloseable {
         synchronized (qp.txLock) {
             respondHeader(READ_RESPONSE, 0, length, f.seq, 0);
             qp.tx.addPayload(f.addr, length, r);
+            answersQueuedUpTo = qp.tx.queuedTotal();
             qp.finishTransmit();
         }
     }
@@ -699,6 +738,7 @@ final class TcpResponder implements AutoCloseable {
         }
         synchronized (qp.txLock) {
             respondHeader(ATOMIC_RESPONSE, 0, 0, f.seq, prior);
+            answersQueuedUpTo = qp.tx.queuedTotal();
             qp.finishTransmit();
         }
     }

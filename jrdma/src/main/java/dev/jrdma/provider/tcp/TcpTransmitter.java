@@ -79,6 +79,7 @@ final class TcpTransmitter implements AutoCloseable {
 
     /** Queues the header just written at {@link #nextHeaderOffset()}. */
     void addHeader() {
+        queuedTotal += TcpFrameDescriptor.HEADER_SIZE;
         addIov(headers.address() + (long) frames * TcpFrameDescriptor.HEADER_SIZE, TcpFrameDescriptor.HEADER_SIZE);
         frames++;
     }
@@ -93,6 +94,7 @@ final class TcpTransmitter implements AutoCloseable {
      */
     void addPayload(long address, long length, TcpMemoryRegistration registration) {
         if (length > 0) {
+            queuedTotal += length;
             addIov(address, length);
         }
         if (registration != null) {
@@ -116,6 +118,19 @@ final class TcpTransmitter implements AutoCloseable {
         return backlogEnd - backlogStart;
     }
 
+    /** Bytes ever queued (headers and payloads), and ever taken by the socket or ring (or dropped on failure). */
+    private long queuedTotal, sentTotal;
+
+    /** The position, in bytes ever queued, of the end of what is queued so far. */
+    long queuedTotal() {
+        return queuedTotal;
+    }
+
+    /** Of what was queued up to {@code position}, the bytes not taken yet (0 when all went). */
+    long unsentUpTo(long position) {
+        return Math.max(0, position - sentTotal);
+    }
+
     int failedErrno() {
         return failed;
     }
@@ -128,6 +143,7 @@ final class TcpTransmitter implements AutoCloseable {
         try {
             if (failed != 0) {
                 backlogStart = backlogEnd = 0;
+                sentTotal = queuedTotal;   // dropped: nothing waits any more
                 return true;
             }
             int n = 0;
@@ -155,10 +171,12 @@ final class TcpTransmitter implements AutoCloseable {
                 if (errno != Errno.EAGAIN && errno != Errno.EINTR) {
                     failed = errno;
                     backlogStart = backlogEnd = 0;
+                    sentTotal = queuedTotal;
                     return true;
                 }
                 sent = 0;
             }
+            sentTotal += sent;
             if (sent == total) {
                 backlogStart = backlogEnd = 0;
                 if (ring != null) {
