@@ -477,7 +477,8 @@ final class TcpRequester {
             return;
         }
         long now = System.nanoTime();
-        if (watchedHead != sqHead || qp.tx.backlogBytes() > 0 || qp.responderDeferred()) {
+        if (watchedHead != sqHead || peerSpoke || qp.tx.backlogBytes() > 0 || qp.responderDeferred()) {
+            peerSpoke = false;
             // A new head; or the head may not have left here yet; or this side is not reading the
             // peer's answers (deferred): none of that is the peer's silence.
             watchedHead = sqHead;
@@ -496,10 +497,15 @@ final class TcpRequester {
                 + " ms ((retryCount + 1) x the ack timeout)");
     }
 
-    /** Bytes came from the peer: it is alive, so the head's answer timer starts again (progress thread). */
+    /**
+     * Bytes came from the peer: it is alive, so the head's answer timer starts again at the next
+     * look (progress thread; a flag, not a clock read, as it runs for every read).
+     */
     void peerAlive() {
-        watchedSince = System.nanoTime();
+        peerSpoke = true;
     }
+
+    private boolean peerSpoke;
 
     /**
      * The peer's SEND {@code seq} waits for a receive there (RNR): everything before it is

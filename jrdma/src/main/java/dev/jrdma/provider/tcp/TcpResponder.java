@@ -50,7 +50,17 @@ final class TcpResponder implements AutoCloseable {
     private int rxStart, rxEnd;
     private boolean inFrame;            // a header was read; its payload may still be coming
     /** Our answers waiting for the peer to read them, beyond which its requests are not read. */
-    static final long TX_BACKLOG_LIMIT = 4L << 20;
+    static final long TX_BACKLOG_LIMIT = 16L << 20;
+    /**
+     * How long the answers may sit over {@link #TX_BACKLOG_LIMIT} with the socket taking nothing
+     * before the peer is taken for one that does not read, and its connection ends. Two honest
+     * peers that each hold the other's READs (each parked behind answers the other is not reading)
+     * would otherwise wait on each other for good; a requester-side limit on READ bytes in flight
+     * is what will make that impossible (issue 17's note).
+     */
+    static final long ANSWER_STALL_NANOS = 1_000_000_000L;
+    private long answersStallSince;
+    private long answersSentSeen = -1;
     /** The peer's requests parked behind a SEND that found no receive (RNR), replayed in order. */
     private final ParkedRequests parked = new ParkedRequests();
     private boolean replaying;
@@ -339,8 +349,20 @@ final class TcpResponder implements AutoCloseable {
      * keep coming (two honest peers reading from each other never wait on each other).
      */
     private boolean holdsAnswer() {
-        return (f.type == READ_REQUEST || f.type == COMPARE_SWAP || f.type == FETCH_ADD)
-                && answersWaiting() > TX_BACKLOG_LIMIT;
+        if ((f.type != READ_REQUEST && f.type != COMPARE_SWAP && f.type != FETCH_ADD)
+                || answersWaiting() <= TX_BACKLOG_LIMIT) {
+            return false;
+        }
+        long sent = qp.tx.sentTotal();
+        long now = System.nanoTime();
+        if (sent != answersSentSeen) {
+            answersSentSeen = sent;
+            answersStallSince = now;
+        } else if (now - answersStallSince > ANSWER_STALL_NANOS) {
+            qp.malformed("the peer has not read " + answersWaiting() + " bytes of answers for "
+                    + ANSWER_STALL_NANOS / 1_000_000 + " ms");
+        }
+        return true;
     }
 
 

@@ -126,6 +126,11 @@ final class TcpTransmitter implements AutoCloseable {
         return queuedTotal;
     }
 
+    /** Bytes ever taken by the socket or ring (a change says the peer is reading). */
+    long sentTotal() {
+        return sentTotal;
+    }
+
     /** Of what was queued up to {@code position}, the bytes not taken yet (0 when all went). */
     long unsentUpTo(long position) {
         return Math.max(0, position - sentTotal);
