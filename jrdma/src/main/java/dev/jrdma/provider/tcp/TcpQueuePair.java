@@ -13,8 +13,6 @@ import dev.jrdma.spi.WorkCompletion;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
 import java.util.function.Consumer;
 
 /**
