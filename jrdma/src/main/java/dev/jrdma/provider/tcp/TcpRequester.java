@@ -226,7 +226,28 @@ final class TcpRequester {
                 return hold(pos);
             }
         }
+        if (opcode == WR_RDMA_READ && overReadCredit(length)) {
+            switching = true;   // held, with all after it, until the READs in flight are answered
+            return hold(pos);
+        }
         return stream(i, pos, local);
+    }
+
+    /**
+     * The READ bytes this side may have in flight at the peer ({@value}): what it asks for, the
+     * peer must answer, and a peer holds answers only up to {@link TcpResponder#TX_BACKLOG_LIMIT}
+     * before it parks further READs. Staying under that, two honest peers reading from each other
+     * never make each other wait (as max_rd_atomic bounds a verbs requester). One READ larger
+     * than this goes alone.
+     */
+    static final long READ_CREDIT = TcpResponder.TX_BACKLOG_LIMIT / 2;
+    private long readBytesIssued;              // under the transmit lock
+    private volatile long readBytesRetired;    // the progress thread
+
+    /** Whether a READ of {@code length} more bytes would exceed the credit while others are in flight; under the lock. */
+    private boolean overReadCredit(long length) {
+        long inFlight = readBytesIssued - readBytesRetired;
+        return inFlight > 0 && inFlight + length > READ_CREDIT;
     }
 
 
@@ -278,6 +299,9 @@ final class TcpRequester {
         }
         long wire = ++wireNext;
         sqWire[i] = wire;
+        if (opcode == WR_RDMA_READ) {
+            readBytesIssued += length;
+        }
         wirePosted = wire;
         lastSocketPos = pos;
         // Every request asks for its ACK, signaled or not: an unanswered one is how a silent
@@ -313,6 +337,10 @@ final class TcpRequester {
                 int i = (int) (pos - 1) & sqMask;
                 if (!sqHeld[i]) {
                     continue;
+                }
+                if (sqOpcode[i] == WR_RDMA_READ && !sqBroken && !qp.inError && overReadCredit(sqLength[i])) {
+                    qp.finishTransmit();
+                    return;   // this and the held ones after it wait for READ answers (switching stays on)
                 }
                 sqHeld[i] = false;
                 if (sqBroken || qp.inError) {
@@ -398,6 +426,9 @@ final class TcpRequester {
                 break;
             }
             sqHead = sqHead + 1;
+            if (sqOpcode[i] == WR_RDMA_READ && sqWire[i] != 0) {
+                readBytesRetired += sqLength[i];
+            }
             if (success) {
                 complete(i);
             }

@@ -331,16 +331,41 @@ final class TcpResponder implements AutoCloseable {
     }
 
     /**
-     * Our answers (READ and atomic responses) the peer has not read yet: the bytes queued up to
-     * the last answer that the socket has not taken. Our own requests' payloads in between count
-     * only while an answer waits behind them.
+     * Our answers (READ and atomic responses) the peer has not read yet, in bytes: exactly, not
+     * counting our own requests' payloads queued between them. Answers are kept as [start, end)
+     * positions in the bytes ever queued, oldest first; those the socket took are dropped here.
+     * With more answers waiting than the ring holds, it counts as over the budget.
      */
     private long answersWaiting() {
-        return qp.tx.unsentUpTo(answersQueuedUpTo);
+        long sent = qp.tx.sentTotal();
+        while (answerCount > 0 && answerEnd[answerFirst] <= sent) {
+            answerBytes -= answerEnd[answerFirst] - answerStart[answerFirst];
+            answerFirst = (answerFirst + 1) & (ANSWER_RING - 1);
+            answerCount--;
+        }
+        if (answerCount == ANSWER_RING) {
+            return Long.MAX_VALUE;
+        }
+        return answerCount == 0 ? 0 : answerBytes - Math.max(0, sent - answerStart[answerFirst]);
     }
 
-    /** Where, in bytes ever queued, our last answer ended (under the transmit lock). */
-    private long answersQueuedUpTo;
+    /** Notes an answer queued at [start, end) of the bytes ever queued (under the transmit lock). */
+    private void answerQueued(long start, long end) {
+        answersWaiting();   // drops what was sent, to make room
+        if (answerCount == ANSWER_RING) {
+            return;   // counted as over the budget already
+        }
+        int i = (answerFirst + answerCount) & (ANSWER_RING - 1);
+        answerStart[i] = start;
+        answerEnd[i] = end;
+        answerBytes += end - start;
+        answerCount++;
+    }
+
+    private static final int ANSWER_RING = 1 << 14;
+    private final long[] answerStart = new long[ANSWER_RING], answerEnd = new long[ANSWER_RING];
+    private int answerFirst, answerCount;
+    private long answerBytes;
 
     /**
      * A READ or atomic while more than {@link #TX_BACKLOG_LIMIT} of our answers wait for the peer
@@ -729,9 +754,10 @@ final class TcpResponder implements AutoCloseable {
             }
         }
         synchronized (qp.txLock) {
+            long start = qp.tx.queuedTotal();
             respondHeader(READ_RESPONSE, 0, length, f.seq, 0);
             qp.tx.addPayload(f.addr, length, r);
-            answersQueuedUpTo = qp.tx.queuedTotal();
+            answerQueued(start, qp.tx.queuedTotal());
             qp.finishTransmit();
         }
     }
@@ -759,8 +785,9 @@ final class TcpResponder implements AutoCloseable {
             r.exit();
         }
         synchronized (qp.txLock) {
+            long start = qp.tx.queuedTotal();
             respondHeader(ATOMIC_RESPONSE, 0, 0, f.seq, prior);
-            answersQueuedUpTo = qp.tx.queuedTotal();
+            answerQueued(start, qp.tx.queuedTotal());
             qp.finishTransmit();
         }
     }

@@ -131,10 +131,6 @@ final class TcpTransmitter implements AutoCloseable {
         return sentTotal;
     }
 
-    /** Of what was queued up to {@code position}, the bytes not taken yet (0 when all went). */
-    long unsentUpTo(long position) {
-        return Math.max(0, position - sentTotal);
-    }
 
     int failedErrno() {
         return failed;
