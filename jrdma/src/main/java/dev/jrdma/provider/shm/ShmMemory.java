@@ -1,56 +1,41 @@
 package dev.jrdma.provider.shm;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
-
-import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.os.Sockets;
 import dev.jrdma.exceptions.ProviderUnavailableException;
-import dev.jrdma.provider.tcp.TcpSameHost;
 import dev.jrdma.os.Errno;
+import dev.jrdma.os.Memfd;
+import dev.jrdma.os.Sockets;
+import dev.jrdma.os.UnixSockets;
+import dev.jrdma.provider.tcp.SameHostChannel;
+import dev.jrdma.provider.tcp.TcpSameHost;
+import dev.jrdma.spi.Log;
 import dev.jrdma.spi.ShareableMemory;
 
-import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandle;
-import java.nio.channels.FileChannel;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.Map;
 import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
- * Shareable memory for the shm provider: memfds ({@code memfd_create}) mapped shared here, a
- * memfd per allocation. The registered-memory pool asks for whole chunks (4 MiB, or one large
- * region), so this is a dozen system calls per chunk, not per buffer. A peer of this host opens
- * it as {@code /proc/PID/fd/FD} (which the kernel allows to the same user) and maps it too; the
- * pages live as long as either side maps them, so a peer that dies or unmaps late never leaves
- * the other with freed memory, and nothing is left in /dev/shm when a process dies.
+ * Shareable memory for the shm provider, and the proof that a peer shares this host. Memory that
+ * {@code Rdma.allocate} hands out lives in memfds sealed against changing size, one per
+ * allocation (the registered-memory pool asks for whole chunks of 4 MiB, or one large region, so
+ * this is a few system calls per chunk, not per buffer). A proven peer receives the descriptor
+ * itself over its {@link SameHostChannel} and maps it; nothing is ever opened by a path, and
+ * what a peer hands over is mapped only when it is a memfd whose size is sealed and covers the
+ * range (a file that could shrink would turn an access past its end into SIGBUS). The pages live
+ * as long as either side maps them, so a peer that dies or unmaps late never leaves the other
+ * with freed memory, and nothing is left behind when a process dies.
  */
 final class ShmMemory implements TcpSameHost {
-    private static final Linker LINKER = Linker.nativeLinker();
-    private static final MethodHandle MEMFD_CREATE = LINKER.defaultLookup().find("memfd_create")
-            .map(s -> LINKER.downcallHandle(s, FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT),
-                    Linker.Option.captureCallState("errno")))
-            .orElse(null);
-    private static final MethodHandle FTRUNCATE = LINKER.downcallHandle(
-            LINKER.defaultLookup().find("ftruncate").orElseThrow(), FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG),
-            Linker.Option.captureCallState("errno"));
-    private static final int MFD_CLOEXEC = 1;
-
     /** Our memfds by the address they are mapped at here. */
     private final Map<Long, Shared> byAddress = new ConcurrentSkipListMap<>();
+    private final int uid = UnixSockets.uid();
+    private ShmRendezvous rendezvous;   // opened on the first outgoing connection
+    private boolean closed;
 
     static ProviderUnavailableException unavailabilityCause() {
-        if (MEMFD_CREATE == null) {
+        if (!Memfd.available()) {
             return new ProviderUnavailableException(ShmProvider.NAME, "libc has no memfd_create (Linux 3.17, glibc 2.27)");
-        }
-        if (!java.nio.file.Files.isDirectory(Path.of("/proc/self/fd"))) {
-            return new ProviderUnavailableException(ShmProvider.NAME, "/proc is not mounted: peers open memory through it");
         }
         return null;
     }
@@ -89,45 +74,19 @@ final class ShmMemory implements TcpSameHost {
 
     @Override
     public ShareableMemory allocate(long size) {
-        return memfd(size);
-    }
-
-    @Override
-    public void close() {
-        // Nothing of its own: each allocation is closed by its owner.
-    }
-
-    /** A new memfd of at least {@code size} bytes (whole pages), mapped here. */
-    private Shared memfd(long size) {
-        int fd;
-        try (Arena a = Arena.ofConfined()) {
-            fd = (int) MEMFD_CREATE.invokeExact(Errno.capture(), a.allocateFrom("jrdma"), MFD_CLOEXEC);
-            if (fd < 0) {
-                throw Errno.failure("memfd_create", size + " bytes");
-            }
-            long pages = (size + 4095) & ~4095L;
-            if ((int) FTRUNCATE.invokeExact(Errno.capture(), fd, pages) < 0) {
-                RuntimeException e = Errno.failure("ftruncate", "memfd " + fd + " to " + pages + " bytes");
-                Sockets.close(fd);
-                throw e;
-            }
-            Arena arena = Arena.ofShared();
-            try (FileChannel ch = FileChannel.open(Path.of("/proc/self/fd/" + fd), StandardOpenOption.READ,
-                    StandardOpenOption.WRITE)) {
-                MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, pages, arena);
-                Shared s = new Shared(fd, arena, seg, size);
-                byAddress.put(seg.address(), s);
-                return s;
-            } catch (IOException | RuntimeException e) {
-                arena.close();
-                Sockets.close(fd);
-                throw new RdmaException("shm: mapping memfd " + fd + " failed: " + e, e);
-            }
-        } catch (RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
+        long pages = (size + Memfd.PAGE - 1) & -Memfd.PAGE;
+        int fd = Memfd.createSealed("jrdma", pages);
+        Arena arena = Arena.ofShared();
+        int[] error = new int[1];
+        MemorySegment m = Memfd.mapShared(fd, 0, pages, true, arena, error);
+        if (m == null) {
+            arena.close();
+            Sockets.close(fd);
+            throw Errno.failure("mmap", error[0], "memfd of " + pages + " bytes");
         }
+        Shared s = new Shared(fd, arena, m, size);
+        byAddress.put(m.address(), s);
+        return s;
     }
 
     @Override
@@ -146,18 +105,68 @@ final class ShmMemory implements TcpSameHost {
     }
 
     @Override
-    public MemorySegment map(long pid, int fd, long offset, long length, boolean writable, Arena arena) {
-        // Map whole pages around the region, then slice it out.
-        long start = offset & ~4095L;
-        long end = offset + length;
-        try (FileChannel ch = writable
-                ? FileChannel.open(Path.of("/proc/" + pid + "/fd/" + fd), StandardOpenOption.READ, StandardOpenOption.WRITE)
-                : FileChannel.open(Path.of("/proc/" + pid + "/fd/" + fd), StandardOpenOption.READ)) {
-            MemorySegment m = ch.map(writable ? FileChannel.MapMode.READ_WRITE : FileChannel.MapMode.READ_ONLY, start,
-                    end - start, arena);
+    public MemorySegment map(int fd, long offset, long length, boolean writable, Arena arena) {
+        try {
+            int seals = Memfd.seals(fd);
+            long size = Memfd.size(fd);
+            if (seals < 0 || (seals & Memfd.SIZE_SEALS) != Memfd.SIZE_SEALS) {
+                Log.quietly(System.Logger.Level.WARNING, "shm: refused a descriptor from a peer: "
+                        + (seals < 0 ? "not a memfd (" + Errno.name(-seals) + ")" : "its size is not sealed"), null);
+                return null;
+            }
+            if (offset < 0 || length <= 0 || size < 0 || offset > size || length > size - offset) {
+                Log.quietly(System.Logger.Level.WARNING, "shm: refused a descriptor from a peer: " + length
+                        + " bytes at " + offset + " of a memfd of " + size, null);
+                return null;
+            }
+            // Map whole pages around the range, then slice it out.
+            long start = offset & -Memfd.PAGE;
+            long end = Math.min(size, (offset + length + Memfd.PAGE - 1) & -Memfd.PAGE);
+            int[] error = new int[1];
+            MemorySegment m = Memfd.mapShared(fd, start, end - start, writable, arena, error);
+            if (m == null) {
+                Log.quietly(System.Logger.Level.WARNING, "shm: could not map a peer's memfd: " + Errno.name(error[0]),
+                        null);
+                return null;
+            }
             return m.asSlice(offset - start, length);
-        } catch (IOException e) {
-            return null;   // not reachable (another user, /proc hidden): the region keeps the socket path
+        } finally {
+            Sockets.close(fd);
+        }
+    }
+
+    @Override
+    public synchronized byte[] rendezvousName() {
+        if (closed) {
+            return new byte[0];
+        }
+        if (rendezvous == null) {
+            rendezvous = ShmRendezvous.open();
+        }
+        return rendezvous.name();
+    }
+
+    @Override
+    public SameHostChannel connect(byte[] name) {
+        return ShmRendezvous.connect(name, uid);
+    }
+
+    @Override
+    public SameHostChannel arrived(byte[] nonce) {
+        ShmRendezvous r;
+        synchronized (this) {
+            r = rendezvous;
+        }
+        return r == null ? null : r.arrived(nonce);
+    }
+
+    @Override
+    public synchronized void close() {
+        // Allocations are closed by their owners; the rendezvous goes with the device.
+        closed = true;
+        if (rendezvous != null) {
+            rendezvous.close();
+            rendezvous = null;
         }
     }
 }

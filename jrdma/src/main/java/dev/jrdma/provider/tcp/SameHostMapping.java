@@ -2,6 +2,7 @@ package dev.jrdma.provider.tcp;
 
 import static dev.jrdma.provider.tcp.TcpFrameDescriptor.*;
 
+import dev.jrdma.os.Sockets;
 import dev.jrdma.spi.AccessFlags;
 
 import java.lang.foreign.Arena;
@@ -73,12 +74,15 @@ final class SameHostMapping {
                 || (r.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) == 0
                 ? null : support.locate(r.memory());
         synchronized (qp.txLock) {
-            if (where == null) {
+            // The descriptor goes first, on the channel: it waits there when the frame arrives.
+            boolean sent = where != null && !qp.closed
+                    && peer.channel.send(SameHostChannel.MAP, f.rkey, where[1], r.memory().byteSize(), 0, (int) where[0]);
+            if (!sent) {
                 qp.frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, f.rkey, 0, 0, 0);
             } else {
                 r.sharedWith(qp);
-                qp.frameHeader(MAP_RESPONSE, 0, 0, 0, r.access(), r.memory().address(), f.rkey, (int) where[0],
-                        r.memory().byteSize(), where[1]);
+                qp.frameHeader(MAP_RESPONSE, 0, 0, 0, r.access(), r.memory().address(), f.rkey, 0,
+                        r.memory().byteSize(), 0);
             }
             qp.finishTransmit();
         }
@@ -103,18 +107,29 @@ final class SameHostMapping {
         if (f.status != 0 || f.compareAdd <= 0) {
             return true;   // not shareable: it stays on the socket (and is not asked again)
         }
+        // The descriptor must be waiting on the channel, for this key and this length.
+        SameHostChannel.Record where = peer.channel.receive();
+        if (where == null || where.kind() != SameHostChannel.MAP || where.a() != f.rkey || where.c() != f.compareAdd
+                || where.fd() < 0) {
+            if (where != null && where.fd() >= 0) {
+                Sockets.close(where.fd());
+            }
+            qp.malformed("a MAP_RESPONSE for key 0x" + Integer.toHexString(f.rkey)
+                    + " without its memory on the same-host channel");
+            return false;
+        }
         int access = (int) f.seq;
         boolean writable = (access & (AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0;
         Arena a = Arena.ofShared();
         MemorySegment m;
         try {
-            m = peer.support.map(peer.pid, f.imm, f.swap, f.compareAdd, writable, a);
+            m = peer.support.map(where.fd(), where.b(), f.compareAdd, writable, a);
         } catch (RuntimeException e) {
             m = null;
         }
         if (m == null) {
             a.close();
-            return true;
+            return true;   // refused (logged): the region stays on the socket
         }
         synchronized (qp.txLock) {
             if (qp.closed) {

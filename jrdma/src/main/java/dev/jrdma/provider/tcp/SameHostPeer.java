@@ -33,7 +33,8 @@ final class SameHostPeer implements AutoCloseable {
     }
 
     final TcpSameHost support;
-    final long pid;
+    /** The proven link to the peer: descriptors of its regions come over it. Owned by the queue pair. */
+    final SameHostChannel channel;
     private final Map<Integer, PeerRegion> regions = new HashMap<>();
     /** Keys asked about once (not asked again while they stay unmapped). */
     private final Set<Integer> asked = new HashSet<>();
@@ -43,9 +44,9 @@ final class SameHostPeer implements AutoCloseable {
     private int lastKey;
     private PeerRegion last;
 
-    SameHostPeer(TcpSameHost support, long pid) {
+    SameHostPeer(TcpSameHost support, SameHostChannel channel) {
         this.support = support;
-        this.pid = pid;
+        this.channel = channel;
     }
 
     /** The peer's region {@code rkey} mapped here, or null; the last one used is kept at hand. */

@@ -3,6 +3,7 @@ package dev.jrdma.provider.tcp;
 import dev.jrdma.os.Sockets;
 import dev.jrdma.os.Errno;
 import dev.jrdma.spi.CmEndpoint;
+import dev.jrdma.spi.Log;
 import dev.jrdma.spi.CmEventHandler;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.QueuePair;
@@ -12,6 +13,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
+import java.security.SecureRandom;
+import java.util.Arrays;
 import java.util.function.Consumer;
 
 /**
@@ -20,6 +23,8 @@ import java.util.function.Consumer;
  * manager's thread; {@link #disconnect} and {@link #close} may come from any thread.
  */
 final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
+    private static final SecureRandom RANDOM = new SecureRandom();
+
     enum Phase { CONNECTING, HELLO_SENT, AWAITING_HELLO, REQUESTED, ACCEPT_SENT, ESTABLISHED, DONE }
 
     final int fd;
@@ -48,7 +53,8 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
     private byte[] out;   // handshake bytes the socket has not taken yet
     private int outAt;
     private boolean disconnectReported;
-    private boolean ringMapped;   // server: the client's ring is mapped here
+    private final byte[] nonce = new byte[16];   // client: what a server of this host presents at our rendezvous
+    private boolean sameHostOffered;   // server: a channel to the client's rendezvous carries our ring
     private boolean usingRings;   // both agreed: frames go through the rings
     private boolean closed;
     /** An accepted connection counted against the manager's pending handshakes; guarded by the manager. */
@@ -120,9 +126,7 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
                     onQueuePair.accept(qp);
                     phase = Phase.HELLO_SENT;
                     manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
-                    long[] ring = qp.txRingLocation();
-                    send(TcpHandshake.hello(TcpHandshake.HELLO, spec, manager.bootId(), manager.pid(),
-                            ring == null ? 0 : (int) ring[0], ring == null ? 0 : ring[1], ring == null ? 0 : ring[2],
+                    send(TcpHandshake.hello(TcpHandshake.HELLO, spec, manager.bootId(), rendezvous(), nonce, 0,
                             privateData));
                 }
                 case HELLO_SENT -> {
@@ -136,10 +140,8 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
                         handler.onRejected(this, 0, lastBody);
                     } else if (kind == TcpHandshake.ACCEPT) {
                         peerHello = TcpHandshake.decodeHello(lastBody);
-                        // The server mapped our ring and offers its own: map it, and say whether both are in use.
-                        boolean rings = sameHost() && peerHello.ringSize() > 0
-                                && qp.mapPeerRing(peerHello.pid(), peerHello.ringFd(), peerHello.ringOffset(),
-                                        peerHello.ringSize());
+                        boolean rings = (peerHello.flags() & TcpHandshake.SAME_HOST_OFFERED) != 0 && sameHost()
+                                && joinSameHost();
                         usingRings = rings;
                         send(TcpHandshake.readyToUse(rings));
                         // Frames may follow at once: READY_TO_USE must be out before them.
@@ -175,7 +177,16 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
                     if (kind != TcpHandshake.READY_TO_USE) {
                         throw new IllegalArgumentException("expected READY_TO_USE, got message " + kind);
                     }
-                    usingRings = lastBody.length == 1 && lastBody[0] == 1 && ringMapped;
+                    if (lastBody.length != 1 || (lastBody[0] & 0xff) > 1) {
+                        throw new IllegalArgumentException("a READY_TO_USE of " + lastBody.length + " bytes");
+                    }
+                    usingRings = lastBody[0] == 1;
+                    if (usingRings && !(sameHostOffered && qp.takePeerRing())) {
+                        throw new IllegalArgumentException(sameHostOffered
+                                ? "READY_TO_USE says the rings are in use, and the client's ring was not handed over "
+                                        + "as a sealed memfd on the same-host channel"
+                                : "READY_TO_USE says the rings are in use, and none was offered");
+                    }
                     established(handler, new byte[0]);
                 }
                 default -> {
@@ -199,17 +210,50 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         }
     }
 
-    /** Whether the peer runs on this host, this boot (its boot id is ours, and ours is known). */
+    /**
+     * Whether the peer may run on this host, this boot (its boot id is ours, and ours is known):
+     * only a hint, worth the cost of trying the rendezvous; the proof is the channel.
+     */
     private boolean sameHost() {
         byte[] ours = manager.bootId();
-        return manager.sameHost() != null && peerHello != null && java.util.Arrays.equals(ours, peerHello.bootId())
-                && !java.util.Arrays.equals(ours, new byte[16]);
+        return manager.sameHost() != null && peerHello != null && Arrays.equals(ours, peerHello.bootId())
+                && !Arrays.equals(ours, new byte[16]);
+    }
+
+    /** Client: this side's rendezvous name for the HELLO, with a fresh nonce for it; empty when there is none. */
+    private byte[] rendezvous() {
+        TcpSameHost support = manager.sameHost();
+        if (support == null) {
+            return new byte[0];
+        }
+        try {
+            byte[] name = support.rendezvousName();
+            if (name.length > 0) {
+                RANDOM.nextBytes(nonce);
+            }
+            return name;
+        } catch (RuntimeException e) {
+            Log.quietly(System.Logger.Level.WARNING, "shm: no rendezvous socket (" + e.getMessage()
+                    + "): connections keep the tcp path", null);
+            return new byte[0];
+        }
+    }
+
+    /** Client, at an ACCEPT that offers a same-host channel: find it by our nonce, map the server's ring, send ours. */
+    private boolean joinSameHost() {
+        SameHostChannel ch = manager.sameHost().arrived(nonce);
+        if (ch == null) {
+            Log.quietly(System.Logger.Level.INFO, "shm: " + remote + " said it opened a same-host channel, and no "
+                    + "process of our user brought our nonce: the connection stays on tcp", null);
+            return false;
+        }
+        return qp.acceptRingOffer(ch);
     }
 
     private void established(CmEventHandler handler, byte[] peerPrivateData) {
         phase = Phase.ESTABLISHED;
         manager.forget(fd);
-        qp.start(manager.sameHost(), sameHost(), peerHello == null ? -1 : peerHello.pid(), usingRings);
+        qp.start(manager.sameHost(), usingRings);
         handler.onEstablished(this, peerPrivateData);
     }
 
@@ -363,12 +407,13 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         phase = Phase.ACCEPT_SENT;
         manager.track(this);
         manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
-        // A client of this host offered its ring: map it, and offer ours only if that worked.
-        ringMapped = sameHost() && peerHello.ringSize() > 0
-                && qp.mapPeerRing(peerHello.pid(), peerHello.ringFd(), peerHello.ringOffset(), peerHello.ringSize());
-        long[] ring = ringMapped ? qp.txRingLocation() : null;
-        send(TcpHandshake.hello(TcpHandshake.ACCEPT, qpSpec, manager.bootId(), manager.pid(),
-                ring == null ? 0 : (int) ring[0], ring == null ? 0 : ring[1], ring == null ? 0 : ring[2], answer));
+        // A client that may share this host named its rendezvous: prove ourselves there and send our ring.
+        if (sameHost() && peerHello.rendezvous().length > 0) {
+            SameHostChannel ch = manager.sameHost().connect(peerHello.rendezvous());
+            sameHostOffered = ch != null && qp.offerRing(ch, peerHello.nonce());
+        }
+        send(TcpHandshake.hello(TcpHandshake.ACCEPT, qpSpec, manager.bootId(), new byte[0], new byte[16],
+                sameHostOffered ? TcpHandshake.SAME_HOST_OFFERED : 0, answer));
     }
 
     @Override

@@ -78,10 +78,6 @@ final class TcpConnectionManager implements ConnectionManager {
         return device.sameHost;
     }
 
-    long pid() {
-        return ProcessHandle.current().pid();
-    }
-
     @Override
     public int fd() {
         return epfd;

@@ -73,7 +73,8 @@ final class TcpDevice implements Device {
         return bootId;
     }
 
-    private static byte[] readBootId() {
+    /** This boot's id, as the handshake carries it (zeros when unknown). */
+    static byte[] readBootId() {
         try {
             UUID u = UUID.fromString(Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).trim());
             return ByteBuffer.allocate(16).putLong(u.getMostSignificantBits()).putLong(u.getLeastSignificantBits())

@@ -65,8 +65,9 @@ public final class TcpFrameDescriptor {
     /**
      * Same host only (shm), outside the request sequence. MAP_REQUEST: where is region
      * {@code rkey}? MAP_RESPONSE: status 0 and, for {@code rkey}, its base address (remote
-     * address), length (compare/add), access (sequence), the fd to open in the owner's process
-     * (imm) and the region's offset in it (swap); status 1: not shareable, keep the socket.
+     * address), length (compare/add) and access (sequence); the memfd holding it was sent just
+     * before on the same-host channel ({@link SameHostChannel#MAP}: key, offset, length, and the
+     * descriptor); status 1: not shareable, keep the socket.
      * UNMAP: region {@code rkey} was closed; drop its mapping. UNMAP_ACK: the mapping of
      * region {@code rkey} is dropped, nothing of this side touches it any more (its owner
      * may reuse the memory).

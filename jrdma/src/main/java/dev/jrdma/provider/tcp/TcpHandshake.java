@@ -4,14 +4,15 @@ import dev.jrdma.spi.QueuePairSpec;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 
 /**
  * The tcp provider's connection handshake, before any {@link TcpFrameDescriptor frame}:
  *
  * <pre>
  *  client                                   server
- *    | ---- HELLO  (spec, host, pid, private data) --> |  onConnectRequest
- *    | <--- ACCEPT (spec, host, pid, private data) --- |  or REJECT (private data), then close
+ *    | ---- HELLO  (spec, rendezvous, private data) -> |  onConnectRequest
+ *    | <--- ACCEPT (spec, flags, private data) ------- |  or REJECT (private data), then close
  *    | ---- READY_TO_USE -----------------------------> |  both established; frames follow
  * </pre>
  *
@@ -25,26 +26,32 @@ import java.nio.ByteOrder;
  * </pre>
  *
  * HELLO and ACCEPT bodies: send depth, receive depth, responder resources, initiator depth,
- * rnr retry (u32 each), the host's boot id (16 bytes: same host, same boot), the pid (u64),
- * the sender's stream ring for a same-host peer (fd u32, offset u64, size u64; size 0: none,
- * see {@link SharedByteRing}), the private data length (u32) and the private data. A REJECT
- * body is the private data alone. READY_TO_USE has one byte: 1 when both sides mapped the
- * other's ring, and the frames that follow go through the rings instead of the socket.
+ * rnr retry (u32 each), the host's boot id (16 bytes: a hint that the peer may share this host,
+ * never a proof), a rendezvous name ({@link #NAME_BYTES} bytes, NUL-padded; HELLO: the client's
+ * same-host rendezvous socket, empty for none), a nonce (16 bytes; HELLO: the one a server of this
+ * host must present there), flags (u32; ACCEPT: {@link #SAME_HOST_OFFERED}, the server opened a
+ * channel to the rendezvous and sent its ring there, see {@link TcpSameHost}), the private data
+ * length (u32) and the private data. A REJECT body is the private data alone. READY_TO_USE has
+ * one byte: 1 when the client mapped the server's ring and sent its own on that channel; the
+ * frames that follow go through the rings instead of the socket.
  * Every length is checked against {@link #MAX_PRIVATE_DATA} before anything is read.
  */
 final class TcpHandshake {
     static final int HEADER_SIZE = 16;
     static final int MAGIC = 0x4D44524A;   // "JRDM" read little-endian
-    static final byte VERSION = 1;
+    static final byte VERSION = 2;
     static final byte HELLO = 1, ACCEPT = 2, REJECT = 3, READY_TO_USE = 4;
     /** The most private data a request or answer carries. */
     static final int MAX_PRIVATE_DATA = 4096;
-    private static final int FIXED = 5 * 4 + 16 + 8 + 4 + 8 + 8 + 4;
+    /** The longest rendezvous name. */
+    static final int NAME_BYTES = 48;
+    /** ACCEPT flag: the server opened a same-host channel and sent its ring on it. */
+    static final int SAME_HOST_OFFERED = 1;
+    private static final int FIXED = 5 * 4 + 16 + NAME_BYTES + 16 + 4 + 4;
     static final int MAX_BODY = FIXED + MAX_PRIVATE_DATA;
 
-    /** A decoded HELLO or ACCEPT; {@code ringSize} 0: no ring offered. */
-    record Hello(QueuePairSpec spec, byte[] bootId, long pid, int ringFd, long ringOffset, long ringSize,
-                 byte[] privateData) {
+    /** A decoded HELLO or ACCEPT; {@code rendezvous} empty: none. */
+    record Hello(QueuePairSpec spec, byte[] bootId, byte[] rendezvous, byte[] nonce, int flags, byte[] privateData) {
     }
 
     private TcpHandshake() {
@@ -55,18 +62,22 @@ final class TcpHandshake {
                 .putShort((short) 0).putInt(bodyLength).putInt(0).array();
     }
 
-    static byte[] hello(byte kind, QueuePairSpec spec, byte[] bootId, long pid, byte[] privateData) {
-        return hello(kind, spec, bootId, pid, 0, 0, 0, privateData);
+    static byte[] hello(byte kind, QueuePairSpec spec, byte[] bootId, byte[] privateData) {
+        return hello(kind, spec, bootId, new byte[0], new byte[16], 0, privateData);
     }
 
-    static byte[] hello(byte kind, QueuePairSpec spec, byte[] bootId, long pid, int ringFd, long ringOffset,
-                        long ringSize, byte[] privateData) {
+    static byte[] hello(byte kind, QueuePairSpec spec, byte[] bootId, byte[] rendezvous, byte[] nonce, int flags,
+                        byte[] privateData) {
+        if (rendezvous.length > NAME_BYTES || nonce.length != 16) {
+            throw new IllegalArgumentException("a rendezvous name of " + rendezvous.length + " bytes, a nonce of "
+                    + nonce.length);
+        }
         int body = FIXED + privateData.length;
         ByteBuffer b = ByteBuffer.allocate(HEADER_SIZE + body).order(ByteOrder.LITTLE_ENDIAN);
         b.put(header(kind, body));
         b.putInt(spec.sendDepth()).putInt(spec.recvDepth()).putInt(spec.responderResources())
                 .putInt(spec.initiatorDepth()).putInt(spec.rnrRetry());
-        b.put(bootId, 0, 16).putLong(pid).putInt(ringFd).putLong(ringOffset).putLong(ringSize);
+        b.put(bootId, 0, 16).put(rendezvous).put(new byte[NAME_BYTES - rendezvous.length]).put(nonce).putInt(flags);
         b.putInt(privateData.length).put(privateData);
         return b.array();
     }
@@ -119,12 +130,26 @@ final class TcpHandshake {
                 spec.initiatorDepth(), 7, rnr);
         byte[] boot = new byte[16];
         b.get(boot);
-        long pid = b.getLong();
-        int ringFd = b.getInt();
-        long ringOffset = b.getLong();
-        long ringSize = b.getLong();
-        if (ringSize < 0 || ringOffset < 0 || ringFd < 0) {
-            throw new IllegalArgumentException("a ring of " + ringSize + " bytes at " + ringOffset + " of fd " + ringFd);
+        byte[] name = new byte[NAME_BYTES];
+        b.get(name);
+        byte[] nonce = new byte[16];
+        b.get(nonce);
+        int flags = b.getInt();
+        int nameLength = 0;
+        while (nameLength < NAME_BYTES && name[nameLength] != 0) {
+            byte c = name[nameLength];
+            if (c < 0x21 || c > 0x7e) {
+                throw new IllegalArgumentException("a rendezvous name with byte 0x" + Integer.toHexString(c & 0xff));
+            }
+            nameLength++;
+        }
+        for (int i = nameLength; i < NAME_BYTES; i++) {
+            if (name[i] != 0) {
+                throw new IllegalArgumentException("a rendezvous name with bytes after its end");
+            }
+        }
+        if ((flags & ~SAME_HOST_OFFERED) != 0) {
+            throw new IllegalArgumentException("unknown handshake flags 0x" + Integer.toHexString(flags));
         }
         int n = b.getInt();
         if (n < 0 || n > b.remaining()) {
@@ -132,6 +157,6 @@ final class TcpHandshake {
         }
         byte[] pd = new byte[n];
         b.get(pd);
-        return new Hello(spec, boot, pid, ringFd, ringOffset, ringSize, pd);
+        return new Hello(spec, boot, Arrays.copyOf(name, nameLength), nonce, flags, pd);
     }
 }

@@ -13,6 +13,8 @@ import dev.jrdma.spi.WorkCompletion;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.function.Consumer;
 
 /**
@@ -34,7 +36,7 @@ import java.util.function.Consumer;
  * {@value ParkedRequests#FRAME_COST} bytes a frame counted: a frame that does not fit is not read
  * (nothing is allocated for what it declares) and the stream stops there, until parked frames
  * drain or a receive is posted; TCP flow control then holds the peer. While more than
- * {@value TcpResponder#TX_BACKLOG_LIMIT} bytes of our answers wait for the peer to read them,
+ * {@value AnswerBacklog#LIMIT} bytes of our answers wait for the peer to read them,
  * its READs and atomics are parked (headers only) rather than answered: a peer that stops
  * reading gets no more answers, and one that reads gets them. After the peer's RNR budget,
  * {@code (rnrRetry + 1) x} {@value #RNR_TIMER_MS} ms without a receive for the SEND at the head,
@@ -72,6 +74,8 @@ final class TcpQueuePair implements QueuePair {
     private ShareableMemory txRingMemory;
     private TcpSameHost txRingSupport;
     private Arena rxRingArena;
+    /** The proven link to a same-host peer (fds for rings and regions), from the handshake on; null: none. */
+    private SameHostChannel channel;
     SharedByteRing rxRing;
     volatile boolean ringMode;
     private long nextSocketCheck;
@@ -117,11 +121,11 @@ final class TcpQueuePair implements QueuePair {
         this.granted = spec;
         this.txLock = spec.postLock() != null ? spec.postLock() : new Object();
         this.events = events;
+        tx = new TcpTransmitter(fd);   // first: the roles keep it
         requester = new TcpRequester(this, spec.sendDepth(), spec.retryCount(), spec.ackTimeout());
         responder = new TcpResponder(this, spec);
         mapping = new SameHostMapping(this);
         rq = new TcpReceiveQueue(spec.recvDepth());
-        tx = new TcpTransmitter(fd);
         if (support != null) {
             txRingMemory = support.allocate(SharedByteRing.HEADER + RING_BYTES);
             txRingSupport = support;
@@ -134,16 +138,15 @@ final class TcpQueuePair implements QueuePair {
     }
 
     /**
-     * The handshake is done: the socket is this QP's from now on. {@code sameHostPeer}: the
-     * peer shares this host (same boot id), so shareable regions are reached directly through
-     * {@code support}, the peer being process {@code pid}.
+     * The handshake is done: the socket is this QP's from now on. {@code rings}: both sides
+     * mapped the other's ring over the proven {@link #channel}, so the peer shares this host and
+     * user: frames go through the rings, and shareable regions are reached directly through
+     * {@code support}. Otherwise the channel, if any, is closed and everything keeps the socket.
      */
-    void start(TcpSameHost support, boolean sameHostPeer, long pid, boolean rings) {
-        if (support != null && sameHostPeer) {
+    void start(TcpSameHost support, boolean rings) {
+        if (support != null && rings && channel != null && txRingMemory != null && rxRing != null) {
             registrations.addDirectUser(this);   // before sameHost: a direct operation needs the quiesce
-            sameHost = new SameHostPeer(support, pid);
-        }
-        if (rings && txRingMemory != null && rxRing != null) {
+            sameHost = new SameHostPeer(support, channel);
             ringMode = true;
             RING_CONNECTIONS.incrementAndGet();
             tx.useRing(new SharedByteRing(txRingMemory.segment()));
@@ -157,8 +160,8 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
-    /** {fd, offset, size} of the ring this side writes, for the handshake; null when there is none. */
-    long[] txRingLocation() {
+    /** {fd, offset, size} of the ring this side writes, for the peer; null when there is none. */
+    private long[] txRingLocation() {
         if (txRingMemory == null) {
             return null;
         }
@@ -166,15 +169,66 @@ final class TcpQueuePair implements QueuePair {
         return where == null ? null : new long[] {where[0], where[1], txRingMemory.segment().byteSize()};
     }
 
-    /** Maps the peer's ring (it writes, this side reads); false when it cannot be. */
-    boolean mapPeerRing(long pid, int fd, long offset, long size) {
+    /**
+     * Server, at ACCEPT: sends our ring on {@code ch}, a fresh channel to the client's rendezvous,
+     * with the nonce of its HELLO. False when it could not (the channel is closed then).
+     */
+    boolean offerRing(SameHostChannel ch, byte[] nonce) {
+        long[] ring = txRingLocation();
+        ByteBuffer n = ByteBuffer.wrap(nonce).order(ByteOrder.LITTLE_ENDIAN);
+        if (ring == null || !ch.send(SameHostChannel.RING_OFFER, n.getLong(), n.getLong(), ring[1], ring[2],
+                (int) ring[0])) {
+            ch.close();
+            return false;
+        }
+        channel = ch;
+        return true;
+    }
+
+    /**
+     * Client, at ACCEPT: maps the ring the server offered on {@code ch} and sends ours there.
+     * False when either failed (the channel is closed then, and the connection keeps the socket).
+     */
+    boolean acceptRingOffer(SameHostChannel ch) {
+        SameHostChannel.Record offer = ch.receive();
+        long[] ring = txRingLocation();
+        boolean ok = offer != null && offer.kind() == SameHostChannel.RING_OFFER && mapPeerRing(offer)
+                && ring != null && ch.send(SameHostChannel.RING, 0, 0, ring[1], ring[2], (int) ring[0]);
+        if (offer != null && offer.fd() >= 0 && offer.kind() != SameHostChannel.RING_OFFER) {
+            Sockets.close(offer.fd());
+        }
+        if (!ok) {
+            ch.close();
+            dropRxRing();
+            return false;
+        }
+        channel = ch;
+        return true;
+    }
+
+    /** Server, at READY_TO_USE saying rings: the client's ring must be waiting on the channel. False: it is not. */
+    boolean takePeerRing() {
+        SameHostChannel.Record r = channel == null ? null : channel.receive();
+        if (r != null && r.kind() != SameHostChannel.RING && r.fd() >= 0) {
+            Sockets.close(r.fd());
+        }
+        return r != null && r.kind() == SameHostChannel.RING && mapPeerRing(r);
+    }
+
+    /** Maps the peer's ring (it writes, this side reads) that {@code r} handed over; false when it cannot be. */
+    private boolean mapPeerRing(SameHostChannel.Record r) {
+        long offset = r.c(), size = r.d();
+        if (r.fd() < 0) {
+            return false;
+        }
         if (txRingSupport == null || size <= SharedByteRing.HEADER || size > (1L << 30)) {
+            Sockets.close(r.fd());
             return false;
         }
         Arena a = Arena.ofShared();
         MemorySegment m;
         try {
-            m = txRingSupport.map(pid, fd, offset, size, true, a);
+            m = txRingSupport.map(r.fd(), offset, size, true, a);
         } catch (RuntimeException e) {
             m = null;
         }
@@ -187,15 +241,23 @@ final class TcpQueuePair implements QueuePair {
         return true;
     }
 
+    private void dropRxRing() {
+        if (rxRingArena != null) {
+            rxRingArena.close();
+            rxRingArena = null;
+            rxRing = null;
+        }
+    }
+
     private void dropRings() {
         if (txRingMemory != null) {
             txRingMemory.close();
             txRingMemory = null;
         }
-        if (rxRingArena != null) {
-            rxRingArena.close();
-            rxRingArena = null;
-            rxRing = null;
+        dropRxRing();
+        if (channel != null) {
+            channel.close();
+            channel = null;
         }
     }
 

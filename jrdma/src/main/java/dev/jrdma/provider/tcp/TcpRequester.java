@@ -235,12 +235,12 @@ final class TcpRequester {
 
     /**
      * The READ bytes this side may have in flight at the peer ({@value}): what it asks for, the
-     * peer must answer, and a peer holds answers only up to {@link TcpResponder#TX_BACKLOG_LIMIT}
+     * peer must answer, and a peer holds answers only up to {@link AnswerBacklog#LIMIT}
      * before it parks further READs. Staying under that, two honest peers reading from each other
      * never make each other wait (as max_rd_atomic bounds a verbs requester). One READ larger
      * than this goes alone.
      */
-    static final long READ_CREDIT = TcpResponder.TX_BACKLOG_LIMIT / 2;
+    static final long READ_CREDIT = AnswerBacklog.LIMIT / 2;
     private long readBytesIssued;              // under the transmit lock
     private volatile long readBytesRetired;    // the progress thread
 

@@ -22,7 +22,7 @@ import java.lang.invoke.VarHandle;
  * order; responses to this side's own requests go to the {@link TcpRequester}. It keeps every
  * peer within its budgets: requests parked behind a SEND that waits for a receive
  * ({@link ParkedRequests}), past which the stream is not read, and answers the peer does not
- * read ({@value #TX_BACKLOG_LIMIT} bytes), past which its READs and atomics wait, parked. The
+ * read ({@value AnswerBacklog#LIMIT} bytes), past which its READs and atomics wait, parked. The
  * first request it refuses is NAKed and nothing
  * more of the peer's is applied, as an RC responder does.
  */
@@ -49,18 +49,8 @@ final class TcpResponder implements AutoCloseable {
     private final MemorySegment rx = arena.allocate(RX_BUFFER, 64);
     private int rxStart, rxEnd;
     private boolean inFrame;            // a header was read; its payload may still be coming
-    /** Our answers waiting for the peer to read them, beyond which its requests are not read. */
-    static final long TX_BACKLOG_LIMIT = 16L << 20;
-    /**
-     * How long the answers may sit over {@link #TX_BACKLOG_LIMIT} with the socket taking nothing
-     * before the peer is taken for one that does not read, and its connection ends. Two honest
-     * peers that each hold the other's READs (each parked behind answers the other is not reading)
-     * would otherwise wait on each other for good; a requester-side limit on READ bytes in flight
-     * is what will make that impossible (issue 17's note).
-     */
-    static final long ANSWER_STALL_NANOS = 1_000_000_000L;
-    private long answersStallSince;
-    private long answersSentSeen = -1;
+    /** Our answers the peer has not read: past its limit, the peer's READs and atomics wait. */
+    private final AnswerBacklog answers;
     /** The peer's requests parked behind a SEND that found no receive (RNR), replayed in order. */
     private final ParkedRequests parked = new ParkedRequests();
     private boolean replaying;
@@ -94,6 +84,7 @@ final class TcpResponder implements AutoCloseable {
     TcpResponder(TcpQueuePair qp, QueuePairSpec spec) {
         this.qp = qp;
         this.rnrBudgetNanos = (spec.rnrRetry() + 1L) * TcpQueuePair.RNR_TIMER_MS * 1_000_000L;
+        this.answers = new AnswerBacklog(qp.tx);
     }
 
     /**
@@ -331,61 +322,18 @@ final class TcpResponder implements AutoCloseable {
     }
 
     /**
-     * Our answers (READ and atomic responses) the peer has not read yet, in bytes: exactly, not
-     * counting our own requests' payloads queued between them. Answers are kept as [start, end)
-     * positions in the bytes ever queued, oldest first; those the socket took are dropped here.
-     * With more answers waiting than the ring holds, it counts as over the budget.
-     */
-    private long answersWaiting() {
-        long sent = qp.tx.sentTotal();
-        while (answerCount > 0 && answerEnd[answerFirst] <= sent) {
-            answerBytes -= answerEnd[answerFirst] - answerStart[answerFirst];
-            answerFirst = (answerFirst + 1) & (ANSWER_RING - 1);
-            answerCount--;
-        }
-        if (answerCount == ANSWER_RING) {
-            return Long.MAX_VALUE;
-        }
-        return answerCount == 0 ? 0 : answerBytes - Math.max(0, sent - answerStart[answerFirst]);
-    }
-
-    /** Notes an answer queued at [start, end) of the bytes ever queued (under the transmit lock). */
-    private void answerQueued(long start, long end) {
-        answersWaiting();   // drops what was sent, to make room
-        if (answerCount == ANSWER_RING) {
-            return;   // counted as over the budget already
-        }
-        int i = (answerFirst + answerCount) & (ANSWER_RING - 1);
-        answerStart[i] = start;
-        answerEnd[i] = end;
-        answerBytes += end - start;
-        answerCount++;
-    }
-
-    private static final int ANSWER_RING = 1 << 14;
-    private final long[] answerStart = new long[ANSWER_RING], answerEnd = new long[ANSWER_RING];
-    private int answerFirst, answerCount;
-    private long answerBytes;
-
-    /**
-     * A READ or atomic while more than {@link #TX_BACKLOG_LIMIT} of our answers wait for the peer
+     * A READ or atomic while more than {@link AnswerBacklog#LIMIT} of our answers wait for the peer
      * to read them: it is parked (its header only), with the requests after it, and answered when
      * the peer has read; meanwhile the peer's stream is read on, so its answers to our requests
      * keep coming (two honest peers reading from each other never wait on each other).
      */
     private boolean holdsAnswer() {
-        if ((f.type != READ_REQUEST && f.type != COMPARE_SWAP && f.type != FETCH_ADD)
-                || answersWaiting() <= TX_BACKLOG_LIMIT) {
+        if ((f.type != READ_REQUEST && f.type != COMPARE_SWAP && f.type != FETCH_ADD) || !answers.over()) {
             return false;
         }
-        long sent = qp.tx.sentTotal();
-        long now = System.nanoTime();
-        if (sent != answersSentSeen) {
-            answersSentSeen = sent;
-            answersStallSince = now;
-        } else if (now - answersStallSince > ANSWER_STALL_NANOS) {
-            qp.malformed("the peer has not read " + answersWaiting() + " bytes of answers for "
-                    + ANSWER_STALL_NANOS / 1_000_000 + " ms");
+        String stalled = answers.stalled();
+        if (stalled != null) {
+            qp.malformed(stalled);
         }
         return true;
     }
@@ -757,7 +705,7 @@ final class TcpResponder implements AutoCloseable {
             long start = qp.tx.queuedTotal();
             respondHeader(READ_RESPONSE, 0, length, f.seq, 0);
             qp.tx.addPayload(f.addr, length, r);
-            answerQueued(start, qp.tx.queuedTotal());
+            answers.queued(start, qp.tx.queuedTotal());
             qp.finishTransmit();
         }
     }
@@ -787,7 +735,7 @@ final class TcpResponder implements AutoCloseable {
         synchronized (qp.txLock) {
             long start = qp.tx.queuedTotal();
             respondHeader(ATOMIC_RESPONSE, 0, 0, f.seq, prior);
-            answerQueued(start, qp.tx.queuedTotal());
+            answers.queued(start, qp.tx.queuedTotal());
             qp.finishTransmit();
         }
     }

@@ -7,23 +7,45 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * What the tcp provider needs to let two peers of one host reach each other's memory directly
- * (the {@code shm} provider implements it): shareable memory, where a peer finds it, and
- * mapping a peer's. With it, a connection whose handshake shows the same host (boot id) sends
- * one-sided operations on shareable regions as plain loads, stores and CPU atomics on the
- * mapping, with no CPU of the target; everything else keeps the tcp path.
+ * (the {@code shm} provider implements it): shareable memory, where its descriptor is, proving
+ * that a peer shares this host and user ({@link SameHostChannel}), and mapping what a proven peer
+ * handed over. With it, a connection whose peer proved itself sends its frames through shared
+ * rings and one-sided operations on shareable regions as plain loads, stores and CPU atomics on
+ * the mapping, with no CPU of the target; everything else keeps the tcp path.
+ *
+ * <p>The handshake: the client's HELLO names its rendezvous socket and a nonce; a server of this
+ * host {@link #connect connects} to it (the kernel tells it the listener's uid), sends the nonce
+ * and its ring, and says so in ACCEPT; the client finds that channel by the nonce among those that
+ * {@link #arrived} (the kernel tells it the connector's uid), maps the ring, and sends its own.
+ * A peer on another host can name any socket and nonce it likes: it reaches only a process of our
+ * own uid, which is trusted, and gets no channel of its own.
  */
 public interface TcpSameHost {
     /** Zeroed shareable memory of {@code size} bytes, or null when it cannot be made. */
     ShareableMemory allocate(long size);
 
     /**
-     * Where a peer of this host opens {@code memory}: {fd, offset of memory in that fd}, or null
-     * when it is not shareable (the user's own memory): that region keeps the tcp path.
+     * The descriptor a peer of this host maps {@code memory} through: {fd, offset of memory in
+     * that fd}, or null when it is not shareable (the user's own memory): that region keeps the
+     * tcp path.
      */
     long[] locate(MemorySegment memory);
 
-    /** Maps {@code length} bytes at {@code offset} of fd {@code fd} of process {@code pid}; null when it cannot. */
-    MemorySegment map(long pid, int fd, long offset, long length, boolean writable, Arena arena);
+    /**
+     * Maps {@code length} bytes at {@code offset} of {@code fd}, a descriptor a proven peer handed
+     * over, after checking that it is memory that cannot change size and holds the range; the
+     * descriptor is closed in every case. Null when it is refused.
+     */
+    MemorySegment map(int fd, long offset, long length, boolean writable, Arena arena);
+
+    /** The name of this side's rendezvous socket, for the HELLO; empty when there is none. */
+    byte[] rendezvousName();
+
+    /** Server: a channel to a client's rendezvous {@code name}, when it is a process of our uid; else null (logged). */
+    SameHostChannel connect(byte[] name);
+
+    /** Client: the channel a server opened with {@code nonce} (its first record is the RING_OFFER), or null. */
+    SameHostChannel arrived(byte[] nonce);
 
     /** The device closes: memory no live allocation uses is freed; the rest goes with its last allocation. */
     default void close() {

@@ -36,7 +36,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * in a JVM of its own ({@link HostileTargetMain}, fixed pre-touched heap, so its RSS growth is
  * the native memory the attack cost it). Each case passes when the server's RSS grows by at most
  * {@value #RSS_BOUND_MIB} MiB (64 MiB plus the per-connection budgets:
- * {@link ParkedRequests#BUDGET} of parked requests, {@link TcpResponder#TX_BACKLOG_LIMIT} of
+ * {@link ParkedRequests#BUDGET} of parked requests, {@link AnswerBacklog#LIMIT} of
  * answers plus one READ response), an honest control connection to the same server keeps its
  * p99 round trip under 10 ms throughout, and the server's IO thread lives (the control
  * connection is still ESTABLISHED at the end). Run on tcp and on shm (whose server takes a
@@ -324,12 +324,17 @@ class HostilePeerTest {
         }
 
         static Target start(String provider, String... limits) throws IOException {
+            return start(provider, ProcessBuilder.Redirect.INHERIT, limits);
+        }
+
+        /** A target whose standard error (its log) goes to {@code log}. */
+        static Target start(String provider, ProcessBuilder.Redirect log, String... limits) throws IOException {
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             List<String> command = new ArrayList<>(List.of(java, "-Xms64m", "-Xmx64m", "-XX:+AlwaysPreTouch",
                     "-XX:+UseSerialGC", "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
                     HostileTargetMain.class.getName(), provider, String.valueOf(DEPTH)));
             command.addAll(List.of(limits));
-            Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            Process p = new ProcessBuilder(command).redirectError(log).start();
             BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
             String line = out.readLine();
             if (line == null || !line.startsWith("ready ")) {

@@ -48,7 +48,7 @@ final class RawPeer implements AutoCloseable {
 
     void handshake() throws IOException {
         QueuePairSpec spec = new QueuePairSpec(64, 64, 1, 1, 0, 16, 16, 7, 6);
-        writeFully(ByteBuffer.wrap(TcpHandshake.hello(TcpHandshake.HELLO, spec, new byte[16], 1, new byte[0])), 5_000);
+        writeFully(ByteBuffer.wrap(TcpHandshake.hello(TcpHandshake.HELLO, spec, new byte[16], new byte[0])), 5_000);
         byte[] h = readFully(TcpHandshake.HEADER_SIZE, 5_000);
         if (TcpHandshake.checkHeader(h) != TcpHandshake.ACCEPT) {
             throw new IOException("the server did not accept: message " + h[4]);

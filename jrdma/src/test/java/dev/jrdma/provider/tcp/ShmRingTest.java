@@ -14,10 +14,14 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -71,6 +75,96 @@ class ShmRingTest {
             try (Connection c = b.connect(l.address())) {
                 assertEquals(mark, TcpQueuePair.RING_CONNECTIONS.get(), "tcp never uses rings");
             }
+        }
+    }
+
+    /**
+     * Many connections from one Rdma at once: each server proves itself on the client's one
+     * rendezvous socket before answering, so when each ACCEPT arrives its channel is there, even
+     * with hundreds queued (a drain of 64 at a time left most of 200 on tcp).
+     */
+    @Test
+    @Timeout(120)
+    void twoHundredConcurrentConnectionsAllUseTheRings() throws Exception {
+        int n = 200;
+        long before = TcpQueuePair.RING_CONNECTIONS.get();
+        dev.jrdma.ConnectionConfig config = dev.jrdma.ConnectionConfig.builder().receiveQueueDepth(2)
+                .receiveBufferSize(256).sendQueueDepth(2).build();
+        try (Rdma server = Rdma.builder().provider("shm").build();
+             Rdma client = Rdma.builder().provider("shm").build()) {
+            RdmaServer l = server.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), config, c -> { });
+            List<CompletableFuture<Connection>> all = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                all.add(client.connectAsync(l.address(), config));
+            }
+            List<Connection> connections = new ArrayList<>();
+            for (CompletableFuture<Connection> f : all) {
+                connections.add(f.get(60, TimeUnit.SECONDS));
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (TcpQueuePair.RING_CONNECTIONS.get() < before + 2L * n && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            assertEquals(before + 2L * n, TcpQueuePair.RING_CONNECTIONS.get(), "every connection, both sides, on the rings");
+            connections.forEach(Connection::close);
+        }
+    }
+
+    /**
+     * Descriptors come back: the rendezvous socket, each connection's channel and rings, and every
+     * memfd handed over for a region (a write maps the target's region) are closed with their
+     * connections and Rdmas; the process has as many open as before.
+     */
+    @Test
+    @Timeout(60)
+    void connectionsAndMappedRegionsLeaveNoDescriptorBehind() throws Exception {
+        connectWriteAndClose(1);   // warm: the JDK keeps /dev/random and /dev/urandom open once a SecureRandom is used
+        long baseline = openFds();
+        connectWriteAndClose(20);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (openFds() > baseline && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        assertEquals(baseline, openFds(), "descriptors open after the Rdmas closed, against before: " + fdTargets());
+    }
+
+    private static void connectWriteAndClose(int connections) throws Exception {
+        try (Rdma server = Rdma.builder().provider("shm").build();
+             Rdma client = Rdma.builder().provider("shm").build();
+             LocalRegion exposed = server.allocate(1 << 16);
+             LocalRegion from = client.allocate(64)) {
+            dev.jrdma.ConnectionConfig config = dev.jrdma.ConnectionConfig.builder()
+                    .privateData(exposed.toRemote().toDescriptor()).build();
+            RdmaServer l = server.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), config, c -> { });
+            for (int i = 0; i < connections; i++) {
+                try (Connection c = client.connect(l.address())) {
+                    dev.jrdma.RemoteRegion target = dev.jrdma.RemoteRegion.fromDescriptor(c.peerPrivateData());
+                    from.segment().fill((byte) i);
+                    c.writeSync(from, target.slice(64L * i, 64));   // the first maps the region
+                    c.writeSync(from, target.slice(64L * i, 64));   // this one goes direct
+                    assertEquals((byte) i, exposed.segment().get(ValueLayout.JAVA_BYTE, 64L * i + 63));
+                }
+            }
+        }
+    }
+
+    private static List<String> fdTargets() throws java.io.IOException {
+        List<String> out = new ArrayList<>();
+        try (var fds = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
+            for (var fd : fds.toList()) {
+                try {
+                    out.add(fd.getFileName() + "->" + java.nio.file.Files.readSymbolicLink(fd));
+                } catch (java.io.IOException gone) {
+                    // the listing's own
+                }
+            }
+        }
+        return out;
+    }
+
+    private static long openFds() throws java.io.IOException {
+        try (var fds = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
+            return fds.count() - 1;   // not the listing's own
         }
     }
 }

@@ -193,12 +193,12 @@ class TcpProtocolFuzzTest {
 
     private static void handshake(OutputStream out, DataInputStream in) throws IOException {
         QueuePairSpec spec = new QueuePairSpec(16, 16, 1, 1, 0, 16, 16, 7, 6);
-        out.write(TcpHandshake.hello(TcpHandshake.HELLO, spec, new byte[16], 1, new byte[0]));
+        out.write(TcpHandshake.hello(TcpHandshake.HELLO, spec, new byte[16], new byte[0]));
         byte[] h = new byte[TcpHandshake.HEADER_SIZE];
         in.readFully(h);
         assertEquals(TcpHandshake.ACCEPT, TcpHandshake.checkHeader(h), "the server accepts");
         in.readFully(new byte[TcpHandshake.bodyLength(h)]);
-        out.write(TcpHandshake.header(TcpHandshake.READY_TO_USE, 0));
+        out.write(TcpHandshake.readyToUse(false));
     }
 
     /** Reads until the server closes (true when that is required) or answers; a time-out fails. */

@@ -1,0 +1,196 @@
+package dev.jrdma.provider.shm;
+
+import dev.jrdma.os.Errno;
+import dev.jrdma.os.Sockets;
+import dev.jrdma.os.UnixSockets;
+import dev.jrdma.provider.tcp.SameHostChannel;
+import dev.jrdma.spi.Log;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Where servers of this host find a client of ours to prove themselves to: an abstract Unix
+ * socket with a random name, one per shm device. A server connects and sends a RING_OFFER whose
+ * first two values are the nonce of the client's HELLO; {@link #arrived} finds the channel by it.
+ * Only connections of our own uid are kept (the kernel says whose they are); the rest are closed
+ * and logged. A server connects and sends before it answers the client's HELLO, so when the
+ * ACCEPT arrives the channel is in the kernel's queue or taken from it already: a drain takes
+ * the whole queue. Bounded: at most {@link #MAX_WAITING} connections wait to be claimed (each
+ * holds two descriptors), each for at most {@link #WAIT_NANOS}.
+ */
+final class ShmRendezvous implements AutoCloseable {
+    static final String PREFIX = "jrdma-shm.";
+    static final int BACKLOG = 4096, MAX_WAITING = 4096;
+    static final long WAIT_NANOS = 10_000_000_000L;
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final byte[] name;
+    private final int listenFd;
+    private final int uid = UnixSockets.uid();
+    /** Accepted connections whose first record has not come yet. */
+    private final List<Waiting> unread = new ArrayList<>();
+    /** Channels whose RING_OFFER came, by nonce, until a client endpoint claims them. */
+    private final Map<Nonce, Waiting> byNonce = new LinkedHashMap<>();
+    private final Set<Integer> reportedUids = new HashSet<>();
+    private boolean closed;
+
+    private record Nonce(long low, long high) {
+    }
+
+    private record Waiting(ShmChannel channel, long since) {
+    }
+
+    private ShmRendezvous(byte[] name, int listenFd) {
+        this.name = name;
+        this.listenFd = listenFd;
+    }
+
+    static ShmRendezvous open() {
+        byte[] random = new byte[16];
+        RANDOM.nextBytes(random);
+        StringBuilder s = new StringBuilder(PREFIX);
+        for (byte b : random) {
+            s.append(Character.forDigit((b >> 4) & 15, 16)).append(Character.forDigit(b & 15, 16));
+        }
+        byte[] name = s.toString().getBytes(StandardCharsets.US_ASCII);
+        return new ShmRendezvous(name, UnixSockets.listen(name, BACKLOG));
+    }
+
+    byte[] name() {
+        return name.clone();
+    }
+
+    /** Whether {@code name} is one a rendezvous of jrdma would have: nobody is asked to connect anywhere else. */
+    static boolean wellFormed(byte[] name) {
+        if (name.length != PREFIX.length() + 32) {
+            return false;
+        }
+        for (int i = 0; i < name.length; i++) {
+            int c = name[i];
+            boolean ok = i < PREFIX.length() ? c == PREFIX.charAt(i) : (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+            if (!ok) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Server side: connects to a client's rendezvous; null when it is not a process of our uid, or not there. */
+    static ShmChannel connect(byte[] name, int ourUid) {
+        if (!wellFormed(name)) {
+            Log.quietly(System.Logger.Level.INFO, "shm: the client named a rendezvous that is not jrdma's; "
+                    + "the connection stays on tcp", null);
+            return null;
+        }
+        int fd = UnixSockets.connect(name);
+        if (fd < 0) {
+            Log.quietly(System.Logger.Level.INFO, "shm: the client's rendezvous " + new String(name, StandardCharsets.US_ASCII)
+                    + " is not reachable (" + Errno.name(-fd) + ": another network namespace, or not on this host); "
+                    + "the connection stays on tcp", null);
+            return null;
+        }
+        UnixSockets.Credentials peer = UnixSockets.peer(fd);
+        if (peer.uid() != ourUid) {
+            Sockets.close(fd);
+            Log.quietly(System.Logger.Level.INFO, "shm: the client (pid " + peer.pid() + ") runs as uid " + peer.uid()
+                    + ", not as ours (" + ourUid + "): shm trusts only its own user, so the connection stays on tcp", null);
+            return null;
+        }
+        return new ShmChannel(fd, peer.pid());
+    }
+
+    /** Client side: the channel a server opened with {@code nonce}, or null when none (of our uid) did. */
+    synchronized ShmChannel arrived(byte[] nonce) {
+        if (closed || nonce == null || nonce.length != 16) {
+            return null;
+        }
+        drain();
+        ByteBuffer b = ByteBuffer.wrap(nonce).order(ByteOrder.LITTLE_ENDIAN);
+        Waiting w = byNonce.remove(new Nonce(b.getLong(), b.getLong()));
+        return w == null ? null : w.channel;
+    }
+
+    private void drain() {
+        long now = System.nanoTime();
+        for (int i = 0; i < BACKLOG; i++) {
+            int s = Sockets.accept(listenFd);
+            if (s < 0) {
+                break;
+            }
+            UnixSockets.Credentials peer = UnixSockets.peer(s);
+            if (peer.uid() != uid) {
+                Sockets.close(s);
+                if (reportedUids.size() < 16 && reportedUids.add(peer.uid())) {
+                    Log.quietly(System.Logger.Level.INFO, "shm: a process of uid " + peer.uid() + " (pid " + peer.pid()
+                            + ") connected to our rendezvous; shm trusts only its own user (" + uid + "), so it was "
+                            + "refused and its connection stays on tcp", null);
+                }
+                continue;
+            }
+            unread.add(new Waiting(new ShmChannel(s, peer.pid()), now));
+        }
+        for (Iterator<Waiting> it = unread.iterator(); it.hasNext(); ) {
+            Waiting w = it.next();
+            SameHostChannel.Record r = w.channel.receive();
+            if (r == null) {
+                if (now - w.since > WAIT_NANOS) {
+                    it.remove();
+                    w.channel.close();
+                }
+                continue;
+            }
+            it.remove();
+            if (r.kind() != SameHostChannel.RING_OFFER) {
+                if (r.fd() >= 0) {
+                    Sockets.close(r.fd());
+                }
+                w.channel.close();
+                continue;
+            }
+            w.channel.pushBack(r);
+            Waiting old = byNonce.put(new Nonce(r.a(), r.b()), new Waiting(w.channel, now));
+            if (old != null) {
+                old.channel.close();
+            }
+        }
+        for (Iterator<Waiting> it = byNonce.values().iterator(); it.hasNext(); ) {
+            Waiting w = it.next();
+            if (now - w.since > WAIT_NANOS) {
+                it.remove();
+                w.channel.close();
+            }
+        }
+        while (unread.size() > MAX_WAITING) {
+            unread.removeFirst().channel.close();
+        }
+        if (byNonce.size() > MAX_WAITING) {
+            for (Iterator<Waiting> it = byNonce.values().iterator(); it.hasNext() && byNonce.size() > MAX_WAITING; ) {
+                it.next().channel.close();
+                it.remove();
+            }
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        Sockets.close(listenFd);
+        unread.forEach(w -> w.channel.close());
+        byNonce.values().forEach(w -> w.channel.close());
+        unread.clear();
+        byNonce.clear();
+    }
+}

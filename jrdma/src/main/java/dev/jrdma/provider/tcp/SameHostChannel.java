@@ -1,0 +1,33 @@
+package dev.jrdma.provider.tcp;
+
+/**
+ * A link to one peer proven to run on this host as our own user (shm): a Unix socket whose other
+ * end the kernel vouched for ({@code SO_PEERCRED}), carrying fixed records that may hand over a
+ * file descriptor. It is how a ring or a region's memory reaches the peer: the descriptor itself,
+ * never a path or a pid to open. Records are sent before the frame that announces them, so the
+ * receiver finds the record waiting when the frame arrives (a Unix socket queues at the send).
+ *
+ * <p>Records: {@link #RING_OFFER} (server to client, at the handshake: the nonce of the client's
+ * HELLO, then the offset and size of the server's stream ring in the fd), {@link #RING} (client
+ * to server: its own ring) and {@link #MAP} (an answer to MAP_REQUEST: key, offset and length in
+ * the fd).
+ */
+public interface SameHostChannel extends AutoCloseable {
+    long RING_OFFER = 1, RING = 2, MAP = 3;
+
+    /** One record: its kind, four values, and the descriptor it carried (-1: none), now the receiver's to close. */
+    record Record(long kind, long a, long b, long c, long d, int fd) {
+    }
+
+    /** The peer's pid as the kernel reported it, for messages. */
+    long peerPid();
+
+    /** Sends a record with {@code fd} attached (-1: none), without waiting; false when it could not go. */
+    boolean send(long kind, long a, long b, long c, long d, int fd);
+
+    /** The next record, or null when none is waiting or what waits is not a record (its descriptor closed). */
+    Record receive();
+
+    @Override
+    void close();
+}
