@@ -42,11 +42,22 @@ final class ParkedRequests implements AutoCloseable {
 
     private final ArrayDeque<Parked> queue = new ArrayDeque<>();
     private long bytes;
+    private int readsAndAtomics;
     /** The request whose payload is being read into its parked buffer, not yet in the queue. */
     private Parked filling;
 
     boolean isEmpty() {
         return queue.isEmpty();
+    }
+
+    /** READs and atomics parked (or being parked): requests the peer still waits to have answered. */
+    int readsAndAtomics() {
+        return readsAndAtomics;
+    }
+
+    private static boolean answered(FrameHeader h) {
+        return h.type == TcpFrameDescriptor.READ_REQUEST || h.type == TcpFrameDescriptor.COMPARE_SWAP
+                || h.type == TcpFrameDescriptor.FETCH_ADD;
     }
 
     /** Whether a request of {@code length} payload bytes may be parked now. */
@@ -66,6 +77,9 @@ final class ParkedRequests implements AutoCloseable {
             p.payload = p.arena.allocate(header.length, 8);
         }
         bytes += FRAME_COST + header.length;
+        if (answered(header)) {
+            readsAndAtomics++;
+        }
         filling = p;
         return p.payloadAddress();
     }
@@ -90,6 +104,9 @@ final class ParkedRequests implements AutoCloseable {
     void removeFirst() {
         Parked p = queue.pollFirst();
         bytes -= FRAME_COST + p.header.length;
+        if (answered(p.header)) {
+            readsAndAtomics--;
+        }
         p.free();
     }
 
@@ -104,5 +121,6 @@ final class ParkedRequests implements AutoCloseable {
             filling = null;
         }
         bytes = 0;
+        readsAndAtomics = 0;
     }
 }

@@ -113,100 +113,113 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
                 return;
             }
             switch (phase) {
-                case CONNECTING -> {
-                    int err = Sockets.pendingError(fd);
-                    if (err == Errno.EINPROGRESS || err == Errno.EALREADY) {
-                        return;
-                    }
-                    if (err != 0) {
-                        fail(handler, err);
-                        return;
-                    }
-                    qp = new TcpQueuePair(fd, qpNum, manager.registrations(), cq, spec, this, manager.sameHost());
-                    onQueuePair.accept(qp);
-                    phase = Phase.HELLO_SENT;
-                    manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
-                    send(TcpHandshake.hello(TcpHandshake.HELLO, spec, manager.bootId(), rendezvous(), nonce, 0,
-                            privateData));
-                }
-                case HELLO_SENT -> {
-                    byte kind = readMessage();
-                    if (kind == 0) {
-                        return;
-                    }
-                    if (kind == TcpHandshake.REJECT) {
-                        phase = Phase.DONE;
-                        manager.forget(fd);
-                        handler.onRejected(this, 0, lastBody);
-                    } else if (kind == TcpHandshake.ACCEPT) {
-                        peerHello = TcpHandshake.decodeHello(lastBody);
-                        boolean rings = (peerHello.flags() & TcpHandshake.SAME_HOST_OFFERED) != 0 && sameHost()
-                                && joinSameHost();
-                        usingRings = rings;
-                        send(TcpHandshake.readyToUse(rings));
-                        // Frames may follow at once: READY_TO_USE must be out before them.
-                        for (long until = System.nanoTime() + 1_000_000_000L; out != null && !flushOut(); ) {
-                            if (System.nanoTime() > until) {
-                                throw new IllegalArgumentException("could not send READY_TO_USE for a second");
-                            }
-                            Thread.onSpinWait();
-                        }
-                        established(handler, peerHello.privateData());
-                    } else {
-                        throw new IllegalArgumentException("expected ACCEPT or REJECT, got message " + kind);
-                    }
-                }
-                case AWAITING_HELLO -> {
-                    byte kind = readMessage();
-                    if (kind == 0) {
-                        return;
-                    }
-                    if (kind != TcpHandshake.HELLO) {
-                        throw new IllegalArgumentException("expected HELLO, got message " + kind);
-                    }
-                    peerHello = TcpHandshake.decodeHello(lastBody);
-                    phase = Phase.REQUESTED;
-                    manager.watch(fd, 0);   // nothing more is read until accepted
-                    handler.onConnectRequest(listener, this, peerHello.privateData());
-                }
-                case ACCEPT_SENT -> {
-                    byte kind = readMessage();
-                    if (kind == 0) {
-                        return;
-                    }
-                    if (kind != TcpHandshake.READY_TO_USE) {
-                        throw new IllegalArgumentException("expected READY_TO_USE, got message " + kind);
-                    }
-                    if (lastBody.length != 1 || (lastBody[0] & 0xff) > 1) {
-                        throw new IllegalArgumentException("a READY_TO_USE of " + lastBody.length + " bytes");
-                    }
-                    usingRings = lastBody[0] == 1;
-                    if (usingRings && !(sameHostOffered && qp.takePeerRing())) {
-                        throw new IllegalArgumentException(sameHostOffered
-                                ? "READY_TO_USE says the rings are in use, and the client's ring was not handed over "
-                                        + "as a sealed memfd on the same-host channel"
-                                : "READY_TO_USE says the rings are in use, and none was offered");
-                    }
-                    established(handler, new byte[0]);
-                }
+                case CONNECTING -> connected(handler);
+                case HELLO_SENT -> answered(handler);
+                case AWAITING_HELLO -> requested(handler);
+                case ACCEPT_SENT -> readyToUse(handler);
                 default -> {
                 }
             }
         } catch (IllegalArgumentException e) {
             protocolError(handler, e.getMessage());
         } catch (PeerClosed e) {
-            Phase p = phase;
+            peerClosed(handler);
+        }
+    }
+
+    /** Client: the connect finished (or failed); send HELLO. */
+    private void connected(CmEventHandler handler) {
+        int err = Sockets.pendingError(fd);
+        if (err == Errno.EINPROGRESS || err == Errno.EALREADY) {
+            return;
+        }
+        if (err != 0) {
+            fail(handler, err);
+            return;
+        }
+        qp = new TcpQueuePair(fd, qpNum, manager.registrations(), cq, spec, this, manager.sameHost());
+        onQueuePair.accept(qp);
+        phase = Phase.HELLO_SENT;
+        manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
+        send(TcpHandshake.hello(TcpHandshake.HELLO, spec, manager.bootId(), rendezvous(), nonce, 0, privateData));
+    }
+
+    /** Client: the server's ACCEPT or REJECT; after an ACCEPT, READY_TO_USE and established. */
+    private void answered(CmEventHandler handler) {
+        byte kind = readMessage();
+        if (kind == 0) {
+            return;
+        }
+        if (kind == TcpHandshake.REJECT) {
             phase = Phase.DONE;
             manager.forget(fd);
-            if (p == Phase.HELLO_SENT || p == Phase.CONNECTING) {
-                handler.onRejected(this, Errno.ECONNRESET, new byte[0]);
-            } else {
-                if (p == Phase.ACCEPT_SENT) {
-                    handler.onError(this, "the peer closed the connection during the handshake", Errno.ECONNRESET);
-                } else {
-                    close();
-                }
+            handler.onRejected(this, 0, lastBody);
+            return;
+        }
+        if (kind != TcpHandshake.ACCEPT) {
+            throw new IllegalArgumentException("expected ACCEPT or REJECT, got message " + kind);
+        }
+        peerHello = TcpHandshake.decodeHello(lastBody);
+        usingRings = (peerHello.flags() & TcpHandshake.SAME_HOST_OFFERED) != 0 && sameHost() && joinSameHost();
+        send(TcpHandshake.readyToUse(usingRings));
+        // Frames may follow at once: READY_TO_USE must be out before them.
+        for (long until = System.nanoTime() + 1_000_000_000L; out != null && !flushOut(); ) {
+            if (System.nanoTime() > until) {
+                throw new IllegalArgumentException("could not send READY_TO_USE for a second");
             }
+            Thread.onSpinWait();
+        }
+        established(handler, peerHello.privateData());
+    }
+
+    /** Server: the client's HELLO; the application accepts or rejects it. */
+    private void requested(CmEventHandler handler) {
+        byte kind = readMessage();
+        if (kind == 0) {
+            return;
+        }
+        if (kind != TcpHandshake.HELLO) {
+            throw new IllegalArgumentException("expected HELLO, got message " + kind);
+        }
+        peerHello = TcpHandshake.decodeHello(lastBody);
+        phase = Phase.REQUESTED;
+        manager.watch(fd, 0);   // nothing more is read until accepted
+        handler.onConnectRequest(listener, this, peerHello.privateData());
+    }
+
+    /** Server: the client's READY_TO_USE; with rings, the client's ring must be on the channel. */
+    private void readyToUse(CmEventHandler handler) {
+        byte kind = readMessage();
+        if (kind == 0) {
+            return;
+        }
+        if (kind != TcpHandshake.READY_TO_USE) {
+            throw new IllegalArgumentException("expected READY_TO_USE, got message " + kind);
+        }
+        if (lastBody.length != 1 || (lastBody[0] & 0xff) > 1) {
+            throw new IllegalArgumentException("a READY_TO_USE of " + lastBody.length + " bytes");
+        }
+        usingRings = lastBody[0] == 1;
+        if (usingRings && !(sameHostOffered && qp.takePeerRing())) {
+            throw new IllegalArgumentException(sameHostOffered
+                    ? "READY_TO_USE says the rings are in use, and the client's ring was not handed over "
+                            + "as a sealed memfd on the same-host channel"
+                    : "READY_TO_USE says the rings are in use, and none was offered");
+        }
+        established(handler, new byte[0]);
+    }
+
+    /** The peer closed during the handshake: a refusal for a client, an error or a drop for a server. */
+    private void peerClosed(CmEventHandler handler) {
+        Phase p = phase;
+        phase = Phase.DONE;
+        manager.forget(fd);
+        if (p == Phase.HELLO_SENT || p == Phase.CONNECTING) {
+            handler.onRejected(this, Errno.ECONNRESET, new byte[0]);
+        } else if (p == Phase.ACCEPT_SENT) {
+            handler.onError(this, "the peer closed the connection during the handshake", Errno.ECONNRESET);
+        } else {
+            close();
         }
     }
 
@@ -253,7 +266,7 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
     private void established(CmEventHandler handler, byte[] peerPrivateData) {
         phase = Phase.ESTABLISHED;
         manager.forget(fd);
-        qp.start(manager.sameHost(), usingRings);
+        qp.start(manager.sameHost(), usingRings, peerHello.spec());
         handler.onEstablished(this, peerPrivateData);
     }
 

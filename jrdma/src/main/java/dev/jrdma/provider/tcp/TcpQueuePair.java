@@ -2,7 +2,6 @@ package dev.jrdma.provider.tcp;
 
 import static dev.jrdma.provider.tcp.TcpFrameDescriptor.*;
 
-import dev.jrdma.spi.ShareableMemory;
 import dev.jrdma.os.Sockets;
 import dev.jrdma.os.Errno;
 import dev.jrdma.spi.AccessFlags;
@@ -13,8 +12,6 @@ import dev.jrdma.spi.WorkCompletion;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.function.Consumer;
 
 /**
@@ -69,13 +66,9 @@ final class TcpQueuePair implements QueuePair {
 
     // ---- same host (shm): the peer's regions mapped here (null: not a peer of this host)
     volatile SameHostPeer sameHost;
-    /** The stream ring this side writes (offered to a same-host peer), and the peer's it reads. */
-    private static final long RING_BYTES = 1 << 20;
-    private ShareableMemory txRingMemory;
-    private TcpSameHost txRingSupport;
-    private Arena rxRingArena;
-    /** The proven link to a same-host peer (fds for rings and regions), from the handshake on; null: none. */
-    private SameHostChannel channel;
+    /** The rings and the proven channel offered to a same-host peer (null: no same-host support). */
+    private final SameHostRings rings;
+    /** The peer's ring this side reads, in ring mode. */
     SharedByteRing rxRing;
     volatile boolean ringMode;
     private long nextSocketCheck;
@@ -126,10 +119,7 @@ final class TcpQueuePair implements QueuePair {
         responder = new TcpResponder(this, spec);
         mapping = new SameHostMapping(this);
         rq = new TcpReceiveQueue(spec.recvDepth());
-        if (support != null) {
-            txRingMemory = support.allocate(SharedByteRing.HEADER + RING_BYTES);
-            txRingSupport = support;
-        }
+        rings = support == null ? null : new SameHostRings(support);
         cq.attach(this);
     }
 
@@ -139,19 +129,23 @@ final class TcpQueuePair implements QueuePair {
 
     /**
      * The handshake is done: the socket is this QP's from now on. {@code rings}: both sides
-     * mapped the other's ring over the proven {@link #channel}, so the peer shares this host and
+     * mapped the other's ring over the proven channel ({@link SameHostRings}), so the peer shares this host and
      * user: frames go through the rings, and shareable regions are reached directly through
      * {@code support}. Otherwise the channel, if any, is closed and everything keeps the socket.
+     * {@code peer}: what the peer's handshake announced (its responder resources bound our READs
+     * and atomics in flight).
      */
-    void start(TcpSameHost support, boolean rings) {
-        if (support != null && rings && channel != null && txRingMemory != null && rxRing != null) {
+    void start(TcpSameHost support, boolean useRings, QueuePairSpec peer) {
+        requester.limitReadsAndAtomics(peer.responderResources());
+        if (support != null && useRings && rings != null && rings.ready()) {
             registrations.addDirectUser(this);   // before sameHost: a direct operation needs the quiesce
-            sameHost = new SameHostPeer(support, channel);
+            sameHost = new SameHostPeer(support, rings.channel());
+            rxRing = rings.rxRing();
             ringMode = true;
             RING_CONNECTIONS.incrementAndGet();
-            tx.useRing(new SharedByteRing(txRingMemory.segment()));
-        } else {
-            dropRings();
+            tx.useRing(rings.txRing());
+        } else if (rings != null) {
+            rings.close();
         }
         started = true;
         if (cq.channel != null) {
@@ -160,105 +154,27 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
-    /** {fd, offset, size} of the ring this side writes, for the peer; null when there is none. */
-    private long[] txRingLocation() {
-        if (txRingMemory == null) {
-            return null;
-        }
-        long[] where = txRingSupport.locate(txRingMemory.segment());
-        return where == null ? null : new long[] {where[0], where[1], txRingMemory.segment().byteSize()};
-    }
-
-    /**
-     * Server, at ACCEPT: sends our ring on {@code ch}, a fresh channel to the client's rendezvous,
-     * with the nonce of its HELLO. False when it could not (the channel is closed then).
-     */
+    /** Server, at ACCEPT: sends our ring on {@code ch} with the nonce of the client's HELLO (see {@link SameHostRings#offer}). */
     boolean offerRing(SameHostChannel ch, byte[] nonce) {
-        long[] ring = txRingLocation();
-        ByteBuffer n = ByteBuffer.wrap(nonce).order(ByteOrder.LITTLE_ENDIAN);
-        if (ring == null || !ch.send(SameHostChannel.RING_OFFER, n.getLong(), n.getLong(), ring[1], ring[2],
-                (int) ring[0])) {
+        if (rings == null) {
             ch.close();
             return false;
         }
-        channel = ch;
-        return true;
+        return rings.offer(ch, nonce);
     }
 
-    /**
-     * Client, at ACCEPT: maps the ring the server offered on {@code ch} and sends ours there.
-     * False when either failed (the channel is closed then, and the connection keeps the socket).
-     */
+    /** Client, at ACCEPT: maps the server's ring and sends ours (see {@link SameHostRings#acceptOffer}). */
     boolean acceptRingOffer(SameHostChannel ch) {
-        SameHostChannel.Record offer = ch.receive();
-        long[] ring = txRingLocation();
-        boolean ok = offer != null && offer.kind() == SameHostChannel.RING_OFFER && mapPeerRing(offer)
-                && ring != null && ch.send(SameHostChannel.RING, 0, 0, ring[1], ring[2], (int) ring[0]);
-        if (offer != null && offer.fd() >= 0 && offer.kind() != SameHostChannel.RING_OFFER) {
-            Sockets.close(offer.fd());
-        }
-        if (!ok) {
+        if (rings == null) {
             ch.close();
-            dropRxRing();
             return false;
         }
-        channel = ch;
-        return true;
+        return rings.acceptOffer(ch);
     }
 
-    /** Server, at READY_TO_USE saying rings: the client's ring must be waiting on the channel. False: it is not. */
+    /** Server, at READY_TO_USE saying rings: the client's ring must be waiting on the channel. */
     boolean takePeerRing() {
-        SameHostChannel.Record r = channel == null ? null : channel.receive();
-        if (r != null && r.kind() != SameHostChannel.RING && r.fd() >= 0) {
-            Sockets.close(r.fd());
-        }
-        return r != null && r.kind() == SameHostChannel.RING && mapPeerRing(r);
-    }
-
-    /** Maps the peer's ring (it writes, this side reads) that {@code r} handed over; false when it cannot be. */
-    private boolean mapPeerRing(SameHostChannel.Record r) {
-        long offset = r.c(), size = r.d();
-        if (r.fd() < 0) {
-            return false;
-        }
-        if (txRingSupport == null || size <= SharedByteRing.HEADER || size > (1L << 30)) {
-            Sockets.close(r.fd());
-            return false;
-        }
-        Arena a = Arena.ofShared();
-        MemorySegment m;
-        try {
-            m = txRingSupport.map(r.fd(), offset, size, true, a);
-        } catch (RuntimeException e) {
-            m = null;
-        }
-        if (m == null) {
-            a.close();
-            return false;
-        }
-        rxRingArena = a;
-        rxRing = new SharedByteRing(m);
-        return true;
-    }
-
-    private void dropRxRing() {
-        if (rxRingArena != null) {
-            rxRingArena.close();
-            rxRingArena = null;
-            rxRing = null;
-        }
-    }
-
-    private void dropRings() {
-        if (txRingMemory != null) {
-            txRingMemory.close();
-            txRingMemory = null;
-        }
-        dropRxRing();
-        if (channel != null) {
-            channel.close();
-            channel = null;
-        }
+        return rings != null && rings.takePeerRing();
     }
 
     /**
@@ -652,7 +568,10 @@ final class TcpQueuePair implements QueuePair {
                 peer.close();
             }
             ringMode = false;
-            dropRings();
+            if (rings != null) {
+                rings.close();
+            }
+            rxRing = null;
         }
         mapping.releaseAwaitingUnmap();
     }

@@ -226,8 +226,8 @@ final class TcpRequester {
                 return hold(pos);
             }
         }
-        if (opcode == WR_RDMA_READ && overReadCredit(length)) {
-            switching = true;   // held, with all after it, until the READs in flight are answered
+        if (awaitsAnswers(opcode, length)) {
+            switching = true;   // held, with all after it, until READs or atomics in flight are answered
             return hold(pos);
         }
         return stream(i, pos, local);
@@ -244,12 +244,46 @@ final class TcpRequester {
     private long readBytesIssued;              // under the transmit lock
     private volatile long readBytesRetired;    // the progress thread
 
-    /** Whether a READ of {@code length} more bytes would exceed the credit while others are in flight; under the lock. */
-    private boolean overReadCredit(long length) {
-        long inFlight = readBytesIssued - readBytesRetired;
-        return inFlight > 0 && inFlight + length > READ_CREDIT;
+    /**
+     * READs and atomics this side may have in flight at the peer, as max_rd_atomic bounds a verbs
+     * requester: the smaller of our initiator depth and the responder resources the peer's
+     * handshake announced (its max_dest_rd_atomic; more is a protocol error there). Set at start.
+     */
+    private int rdAtomicLimit = Integer.MAX_VALUE;
+    private long rdAtomicIssued;               // under the transmit lock
+    private volatile long rdAtomicRetired;     // the progress thread
+
+    /** The handshake is done: the peer takes at most {@code peerResponderResources} READs and atomics at once. */
+    void limitReadsAndAtomics(int peerResponderResources) {
+        rdAtomicLimit = Math.max(1, Math.min(qp.granted.initiatorDepth(), peerResponderResources));
     }
 
+    /**
+     * Whether a request must wait for answers to those in flight: a READ or atomic past the
+     * count limit, or a READ of {@code length} more bytes past the credit; under the lock.
+     */
+    private boolean awaitsAnswers(int opcode, long length) {
+        if (opcode != WR_RDMA_READ && opcode != WR_ATOMIC_CMP_AND_SWP && opcode != WR_ATOMIC_FETCH_AND_ADD) {
+            return false;
+        }
+        if (rdAtomicIssued - rdAtomicRetired >= rdAtomicLimit) {
+            return true;
+        }
+        long inFlight = readBytesIssued - readBytesRetired;
+        return opcode == WR_RDMA_READ && inFlight > 0 && inFlight + length > READ_CREDIT;
+    }
+
+
+    /** Entry {@code i}, sent through the stream, is answered: its READ bytes and READ/atomic count are free again. */
+    private void retiredOnWire(int i) {
+        int op = sqOpcode[i];
+        if (op == WR_RDMA_READ) {
+            readBytesRetired += sqLength[i];
+        }
+        if (op == WR_RDMA_READ || op == WR_ATOMIC_CMP_AND_SWP || op == WR_ATOMIC_FETCH_AND_ADD) {
+            rdAtomicRetired++;
+        }
+    }
 
     /** Whether entry {@code i} may be done directly on a mapping (a one-sided operation with data). */
     private boolean directKind(int i) {
@@ -302,6 +336,9 @@ final class TcpRequester {
         if (opcode == WR_RDMA_READ) {
             readBytesIssued += length;
         }
+        if (type == READ_REQUEST || type == COMPARE_SWAP || type == FETCH_ADD) {
+            rdAtomicIssued++;
+        }
         wirePosted = wire;
         lastSocketPos = pos;
         // Every request asks for its ACK, signaled or not: an unanswered one is how a silent
@@ -338,7 +375,7 @@ final class TcpRequester {
                 if (!sqHeld[i]) {
                     continue;
                 }
-                if (sqOpcode[i] == WR_RDMA_READ && !sqBroken && !qp.inError && overReadCredit(sqLength[i])) {
+                if (!sqBroken && !qp.inError && awaitsAnswers(sqOpcode[i], sqLength[i])) {
                     qp.finishTransmit();
                     return;   // this and the held ones after it wait for READ answers (switching stays on)
                 }
@@ -426,8 +463,8 @@ final class TcpRequester {
                 break;
             }
             sqHead = sqHead + 1;
-            if (sqOpcode[i] == WR_RDMA_READ && sqWire[i] != 0) {
-                readBytesRetired += sqLength[i];
+            if (sqWire[i] != 0) {
+                retiredOnWire(i);
             }
             if (success) {
                 complete(i);

@@ -12,7 +12,6 @@ import dev.jrdma.spi.WorkCompletion;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
 
 /**
  * The responder side of a tcp queue pair, on the progress thread: it reads the peer's frames
@@ -40,7 +39,6 @@ final class TcpResponder implements AutoCloseable {
      * connections on it had a turn. What is left is taken on the next pass.
      */
     private static final int FRAMES_PER_PROGRESS = 256;
-    private static final VarHandle LONG_ATOMIC = ValueLayout.JAVA_LONG.varHandle();
     /** Payload still to come at least this large is read straight into its destination. */
     private static final int DIRECT_READ = 16 * 1024;
     private static final int RX_BUFFER = 64 * 1024;
@@ -51,6 +49,8 @@ final class TcpResponder implements AutoCloseable {
     private boolean inFrame;            // a header was read; its payload may still be coming
     /** Our answers the peer has not read: past its limit, the peer's READs and atomics wait. */
     private final AnswerBacklog answers;
+    /** Executes and answers the peer's READs, atomics and FLUSHes. */
+    private final TcpOneSided oneSided;
     /** The peer's requests parked behind a SEND that found no receive (RNR), replayed in order. */
     private final ParkedRequests parked = new ParkedRequests();
     private boolean replaying;
@@ -74,10 +74,8 @@ final class TcpResponder implements AutoCloseable {
     private volatile long rnrSince;     // when the first parked SEND began waiting for a receive; 0: not waiting
     private boolean refusing;           // we NAKed a request: apply nothing more from the peer
     private long lastRequestSeq;        // the peer's requests received so far (applied or parked)
-    private long ackWanted;             // the highest request of the peer's that asked for an ACK
-    private volatile long ackReady;     // ackWanted, published for posting threads
-    private volatile long ackSentTx;    // the highest ACK sent, piggybacked or not; written under the transmit lock
-    private boolean ackHeld;            // an ACK waited one pass for a frame to ride on
+    /** When the peer's requests are acknowledged. */
+    private final AckSchedule acks;
     private final StringBuilder why = new StringBuilder();
 
 
@@ -85,6 +83,8 @@ final class TcpResponder implements AutoCloseable {
         this.qp = qp;
         this.rnrBudgetNanos = (spec.rnrRetry() + 1L) * TcpQueuePair.RNR_TIMER_MS * 1_000_000L;
         this.answers = new AnswerBacklog(qp.tx);
+        this.acks = new AckSchedule(qp);
+        this.oneSided = new TcpOneSided(qp, this, answers);
     }
 
     /**
@@ -152,12 +152,7 @@ final class TcpResponder implements AutoCloseable {
 
     /** The ACK to put on a frame going back now (0: none owed); under the transmit lock. */
     long piggybackAck() {
-        long a = ackReady;
-        if (a > ackSentTx && !refusing) {
-            ackSentTx = a;
-            return a;
-        }
-        return 0;
+        return acks.piggyback();
     }
 
     /** The connection ends: a payload being placed lets go of its registration. */
@@ -390,9 +385,18 @@ final class TcpResponder implements AutoCloseable {
     /**
      * Parks the current request: its payload goes into a buffer of its own, and it is applied
      * later, in order. False when that would exceed the budget ({@link ParkedRequests#BUDGET}):
-     * then nothing is allocated and the frame is {@link #defer deferred}.
+     * then nothing is allocated and the frame is {@link #defer deferred}; or when the peer has more
+     * READs and atomics waiting than it was granted: then the connection ends.
      */
     private boolean park() {
+        if ((f.type == READ_REQUEST || f.type == COMPARE_SWAP || f.type == FETCH_ADD)
+                && parked.readsAndAtomics() >= qp.granted.responderResources()) {
+            // An honest requester has no more in flight than our responder resources (it holds
+            // the rest until answers come, as max_rd_atomic does), and each parked one is unanswered.
+            qp.malformed("more than the " + qp.granted.responderResources()
+                    + " READs and atomics the handshake granted are waiting for answers");
+            return false;
+        }
         if (!parked.fits(f.length)) {
             defer();
             return false;
@@ -479,9 +483,9 @@ final class TcpResponder implements AutoCloseable {
             case WRITE -> {
                 return continueWrite();
             }
-            case READ_REQUEST -> respondToRead();
-            case COMPARE_SWAP, FETCH_ADD -> respondToAtomic();
-            default -> applyFlush();
+            case READ_REQUEST -> oneSided.read(f);
+            case COMPARE_SWAP, FETCH_ADD -> oneSided.atomic(f);
+            default -> oneSided.flush(f);
         }
         return true;
     }
@@ -587,16 +591,14 @@ final class TcpResponder implements AutoCloseable {
                                 f.imm, (f.flags & FLAG_IMM) != 0);
                     }
                     if ((f.flags & FLAG_ACK_REQUESTED) != 0) {
-                        ackWanted = f.seq;
-                        ackReady = f.seq;
+                        acks.owe(f.seq);
                     }
                 }
             }
             case READ_RESPONSE, ATOMIC_RESPONSE -> qp.requester.retire(f.seq, true);
             case FLUSH -> {
                 if (!refusing) {
-                    ackWanted = f.seq;
-                    ackReady = f.seq;
+                    acks.owe(f.seq);
                 }
             }
             default -> {
@@ -655,143 +657,24 @@ final class TcpResponder implements AutoCloseable {
     }
 
 
-    /**
-     * A FLUSH: the writes before it are applied already (in order, by this thread), so
-     * visibility holds; for persistence, a region that is a mapped file is forced to storage.
-     * It is acknowledged like a write (endPayload: it always asks for an ACK).
-     */
-    private void applyFlush() {
-        why.setLength(0);
-        long length = f.compareAdd;
-        TcpMemoryRegistration r = length <= 0 ? null
-                : qp.registrations.check(f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
-        if (length > 0 && (r == null || !r.enter())) {
-            refuse(WorkCompletion.REM_ACCESS_ERR, "FLUSH", r == null ? why : "the region was closed");
-            return;
-        }
-        if (r == null) {
-            return;
-        }
-        try {
-            if (f.imm == 1 && r.memory().isMapped()) {
-                r.memory().asSlice(f.addr - r.memory().address(), length).force();
-                qp.PERSISTENT_FLUSHES.incrementAndGet();
-            }
-        } catch (RuntimeException e) {
-            refuse(WorkCompletion.REM_OP_ERR, "FLUSH", "forcing the mapped file failed: " + e);
-        } finally {
-            r.exit();
-        }
-    }
-
-
-
-    private void respondToRead() {
-        int length = (int) f.compareAdd;
-        if (f.compareAdd < 0 || f.compareAdd > MAX_PAYLOAD) {
-            refuse(WorkCompletion.REM_INV_REQ_ERR, "READ", "it asks for " + f.compareAdd + " bytes");
-            return;
-        }
-        TcpMemoryRegistration r = null;
-        if (length > 0) {
-            why.setLength(0);
-            r = qp.registrations.check(f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
-            if (r == null || !r.enter()) {
-                refuse(WorkCompletion.REM_ACCESS_ERR, "READ", r == null ? why : "the region was closed");
-                return;
-            }
-        }
-        synchronized (qp.txLock) {
-            long start = qp.tx.queuedTotal();
-            respondHeader(READ_RESPONSE, 0, length, f.seq, 0);
-            qp.tx.addPayload(f.addr, length, r);
-            answers.queued(start, qp.tx.queuedTotal());
-            qp.finishTransmit();
-        }
-    }
-
-
-    private void respondToAtomic() {
-        why.setLength(0);
-        TcpMemoryRegistration r = qp.registrations.check(f.rkey, f.addr, 8, AccessFlags.REMOTE_ATOMIC, why);
-        if (r == null || (f.addr & 7) != 0 || !r.enter()) {
-            if (r != null && (f.addr & 7) != 0) {
-                refuse(WorkCompletion.REM_INV_REQ_ERR, typeName(f.type), "address 0x" + Long.toHexString(f.addr)
-                        + " is not 8-byte aligned");
-            } else {
-                refuse(WorkCompletion.REM_ACCESS_ERR, typeName(f.type), r == null ? why : "the region was closed");
-            }
-            return;
-        }
-        long prior;
-        try {
-            MemorySegment word = MemorySegment.ofAddress(f.addr).reinterpret(8);
-            prior = f.type == COMPARE_SWAP
-                    ? (long) LONG_ATOMIC.compareAndExchange(word, 0L, f.compareAdd, f.swap)
-                    : (long) LONG_ATOMIC.getAndAdd(word, 0L, f.compareAdd);
-        } finally {
-            r.exit();
-        }
-        synchronized (qp.txLock) {
-            long start = qp.tx.queuedTotal();
-            respondHeader(ATOMIC_RESPONSE, 0, 0, f.seq, prior);
-            answers.queued(start, qp.tx.queuedTotal());
-            qp.finishTransmit();
-        }
-    }
-
-
-    /** A response frame (READ_RESPONSE, ATOMIC_RESPONSE, DISCONNECT), with any ACK owed riding on it; under the transmit lock. */
-    private void respondHeader(byte type, int status, int length, long seq, long value) {
-        qp.frameHeader(type, 0, status, length, seq, 0, 0, 0, value, 0);
-    }
-
-
-    /**
-     * After a pass of reading: an ACK still owed waits one pass for a frame going back to ride
-     * on (the peer's ping-pong answer, a read response), then goes alone.
-     */
+    /** After a pass of reading: an ACK owed goes now or rides on the next frame (see {@link AckSchedule}). */
     void sendAck() {
-        if (ackWanted > ackSentTx && !refusing) {
-            if (!ackHeld) {
-                ackHeld = true;
-                return;
-            }
-            flushAck();
-        } else {
-            ackHeld = false;
-        }
+        acks.afterPass();
     }
 
-
-    /** Sends an ACK owed now, if any (before the IO thread sleeps: nothing may wait for a next pass). */
+    /** Sends an ACK owed now, if any (before the IO thread sleeps). */
     void flushAck() {
-        ackHeld = false;
-        if (refusing) {
-            return;
-        }
-        synchronized (qp.txLock) {
-            long a = ackReady;
-            if (a > ackSentTx && !qp.closed && qp.started) {
-                ackSentTx = a;
-                qp.frameHeader(ACK, 0, 0, 0, a, 0, 0, 0, 0, 0);
-                qp.finishTransmit();
-            }
-        }
+        acks.flush();
     }
 
 
     /** Refuses the current request: NAK it, and apply nothing more from the peer (RC: the connection ends). */
-    private void refuse(int status, String what, CharSequence reason) {
+    void refuse(int status, String what, CharSequence reason) {
         LOG.log(System.Logger.Level.DEBUG, "tcp QP {0}: refused {1} {2}: {3} ({4})", qp.qpNum, what, f.seq, reason,
                 WorkCompletion.statusName(status));
         refusing = true;
         synchronized (qp.txLock) {
-            long a = ackReady;
-            if (a > ackSentTx && a < f.seq) {
-                ackSentTx = a;
-                qp.frameHeader(ACK, 0, 0, 0, a, 0, 0, 0, 0, 0);
-            }
+            acks.beforeNak(f.seq);
             qp.frameHeader(NAK, 0, status, 0, f.seq, 0, 0, 0, 0, 0);
             qp.finishTransmit();
         }

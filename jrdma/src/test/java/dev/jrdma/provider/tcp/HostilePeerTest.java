@@ -1,6 +1,7 @@
 package dev.jrdma.provider.tcp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -114,6 +115,39 @@ class HostilePeerTest {
             }
             assertRssGrowth(peak - before, "at its peak while its answers were not read");
         });
+    }
+
+    /**
+     * READs and atomics past the responder resources the handshake granted (the target's: 128, the
+     * tcp device's max_qp_rd_atom) end the connection, as more than max_dest_rd_atomic is an error
+     * on verbs: here they are parked behind a SEND that waits for a receive, so none is answered.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    @Timeout(60)
+    void moreReadsAndAtomicsThanGrantedEndTheConnection(String provider) throws Exception {
+        Path log = Files.createTempFile("jrdma-target", ".log");
+        try (Target target = Target.start(provider, ProcessBuilder.Redirect.to(log.toFile()));
+             RawPeer p = RawPeer.connect(target.address)) {
+            RemoteRegion exposed = RemoteRegion.fromDescriptor(p.serverData());
+            fillReceives(p);
+            p.writeFully(p.request(TcpFrameDescriptor.SEND, 0, 8, 0, 0, 0, 0, 0), 5_000);
+            p.writeFully(ByteBuffer.allocate(8), 5_000);   // waits for a receive: what follows is parked
+            int granted = p.accepted.spec().responderResources();
+            assertEquals(128, granted, "the target announced the tcp device's max_qp_rd_atom");
+            ByteBuffer requests = ByteBuffer.allocate((granted + 1) * TcpFrameDescriptor.HEADER_SIZE);
+            for (int i = 0; i <= granted; i++) {
+                requests.put(p.request(i % 2 == 0 ? TcpFrameDescriptor.READ_REQUEST : TcpFrameDescriptor.FETCH_ADD, 0, 0,
+                        exposed.address(), exposed.rkey(), 0, 8, 0));
+            }
+            p.writeFully(requests.flip(), 5_000);
+            assertTrue(p.closedWithin(2_000), "one more than granted ends the connection");
+            String said = Files.readString(log);
+            assertTrue(said.contains("more than the 128 READs and atomics the handshake granted"),
+                    "the target says why: " + said);
+        } finally {
+            Files.deleteIfExists(log);
+        }
     }
 
     /** 0.1: EMFILE from accept4 escaped into the IO thread, which died; every connection on it hung. */
