@@ -87,9 +87,26 @@ final class TcpRegistrations {
 
     /** The open registration with {@code key}, or null. */
     TcpMemoryRegistration lookup(int key) {
-        TcpMemoryRegistration r = table.get(keys.slotOf(key));
-        return r != null && r.lkey() == key && !r.isClosed() ? r : null;
+        // The registrations found last, by the key's low bits: a post checks its local key, and
+        // a responder the peer's, once per operation, and undoing the key permutation costs
+        // about as much as a same-host write. An entry is only a hint: it counts when it is
+        // the registration of exactly this key and still open, so a racy or stale one (its
+        // key closed, its slot reused) falls through to the table.
+        TcpMemoryRegistration r = recent[key & RECENT_MASK];
+        if (r != null && r.lkey() == key && !r.isClosed()) {
+            return r;
+        }
+        r = table.get(keys.slotOf(key));
+        if (r != null && r.lkey() == key && !r.isClosed()) {
+            recent[key & RECENT_MASK] = r;
+            return r;
+        }
+        return null;
     }
+
+    private static final int RECENT_MASK = 63;
+    /** Plain (racy) writes: a reference is written whole, and {@link TcpMemoryRegistration#lkey} is final. */
+    private final TcpMemoryRegistration[] recent = new TcpMemoryRegistration[RECENT_MASK + 1];
 
     /**
      * The registration that grants {@code access} over {@code [address, address + length)}
