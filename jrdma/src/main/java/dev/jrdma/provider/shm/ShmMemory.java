@@ -6,6 +6,7 @@ import dev.jrdma.os.Memfd;
 import dev.jrdma.os.Sockets;
 import dev.jrdma.os.UnixSockets;
 import dev.jrdma.provider.tcp.SameHostChannel;
+import dev.jrdma.provider.tcp.SameHostLink;
 import dev.jrdma.provider.tcp.TcpSameHost;
 import dev.jrdma.spi.Log;
 import dev.jrdma.spi.ShareableMemory;
@@ -147,12 +148,17 @@ final class ShmMemory implements TcpSameHost {
     }
 
     @Override
-    public SameHostChannel connect(byte[] name) {
+    public SameHostLink link() {
+        return new ShmLink(this);
+    }
+
+    /** Server side of a link: a channel to a client's rendezvous, when it is a process of our uid. */
+    SameHostChannel connect(byte[] name) {
         return ShmRendezvous.connect(name, uid);
     }
 
-    @Override
-    public SameHostChannel arrived(byte[] nonce) {
+    /** Client side of a link: the channel a server opened with {@code nonce}, or null. */
+    SameHostChannel arrived(byte[] nonce) {
         ShmRendezvous r;
         synchronized (this) {
             r = rendezvous;

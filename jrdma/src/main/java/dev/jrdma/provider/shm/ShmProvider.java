@@ -8,11 +8,13 @@ import dev.jrdma.spi.Provider;
 
 /**
  * The {@code shm} provider: the tcp provider's connections (handshake, messages, completions),
- * plus direct access between peers of one host. Memory that {@code Rdma.allocate} hands out
- * lives in memfds ({@link ShmMemory}); a peer on the same host maps a region on first use and
- * from then on writes, reads and atomics on it are plain copies and CPU atomics on the
- * mapping, with no CPU of the target. Peers on other hosts, and memory the user registered
- * that is not shareable, keep the tcp path, transparently.
+ * plus direct access between peers of one host and user, proven by the kernel
+ * ({@link ShmRendezvous}): their frames go through shared rings ({@link SharedByteRing},
+ * exchanged by {@link ShmLink}), and memory that {@code Rdma.allocate} hands out lives in sealed
+ * memfds ({@link ShmMemory}) that such a peer maps on first use, so that writes, reads and
+ * atomics on it are plain copies and CPU atomics on the mapping, with no CPU of the target.
+ * Peers on other hosts or of other users, and memory the user registered that is not
+ * shareable, keep the tcp path, transparently.
  */
 public final class ShmProvider implements Provider {
     public static final String NAME = "shm";

@@ -252,15 +252,9 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         }
     }
 
-    /** Client, at an ACCEPT that offers a same-host channel: find it by our nonce, map the server's ring, send ours. */
+    /** Client, at an ACCEPT that offers a same-host link: take it by our nonce (see {@link SameHostLink#join}). */
     private boolean joinSameHost() {
-        SameHostChannel ch = manager.sameHost().arrived(nonce);
-        if (ch == null) {
-            Log.quietly(System.Logger.Level.INFO, "shm: " + remote + " said it opened a same-host channel, and no "
-                    + "process of our user brought our nonce: the connection stays on tcp", null);
-            return false;
-        }
-        return qp.acceptRingOffer(ch);
+        return qp.joinSameHost(nonce);
     }
 
     private void established(CmEventHandler handler, byte[] peerPrivateData) {
@@ -421,10 +415,8 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         manager.track(this);
         manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
         // A client that may share this host named its rendezvous: prove ourselves there and send our ring.
-        if (sameHost() && peerHello.rendezvous().length > 0) {
-            SameHostChannel ch = manager.sameHost().connect(peerHello.rendezvous());
-            sameHostOffered = ch != null && qp.offerRing(ch, peerHello.nonce());
-        }
+        sameHostOffered = sameHost() && peerHello.rendezvous().length > 0
+                && qp.offerRing(peerHello.rendezvous(), peerHello.nonce());
         send(TcpHandshake.hello(TcpHandshake.ACCEPT, qpSpec, manager.bootId(), new byte[0], new byte[16],
                 sameHostOffered ? TcpHandshake.SAME_HOST_OFFERED : 0, answer));
     }

@@ -66,10 +66,10 @@ final class TcpQueuePair implements QueuePair {
 
     // ---- same host (shm): the peer's regions mapped here (null: not a peer of this host)
     volatile SameHostPeer sameHost;
-    /** The rings and the proven channel offered to a same-host peer (null: no same-host support). */
-    private final SameHostRings rings;
+    /** The rings and the proven channel to a same-host peer (null: no same-host support). */
+    private final SameHostLink rings;
     /** The peer's ring this side reads, in ring mode. */
-    SharedByteRing rxRing;
+    FrameRing rxRing;
     volatile boolean ringMode;
     private long nextSocketCheck;
     /**
@@ -119,7 +119,7 @@ final class TcpQueuePair implements QueuePair {
         responder = new TcpResponder(this, spec);
         mapping = new SameHostMapping(this);
         rq = new TcpReceiveQueue(spec.recvDepth());
-        rings = support == null ? null : new SameHostRings(support);
+        rings = support == null ? null : support.link();
         cq.attach(this);
     }
 
@@ -129,7 +129,7 @@ final class TcpQueuePair implements QueuePair {
 
     /**
      * The handshake is done: the socket is this QP's from now on. {@code rings}: both sides
-     * mapped the other's ring over the proven channel ({@link SameHostRings}), so the peer shares this host and
+     * mapped the other's ring over the proven channel ({@link SameHostLink}), so the peer shares this host and
      * user: frames go through the rings, and shareable regions are reached directly through
      * {@code support}. Otherwise the channel, if any, is closed and everything keeps the socket.
      * {@code peer}: what the peer's handshake announced (its responder resources bound our READs
@@ -154,22 +154,14 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
-    /** Server, at ACCEPT: sends our ring on {@code ch} with the nonce of the client's HELLO (see {@link SameHostRings#offer}). */
-    boolean offerRing(SameHostChannel ch, byte[] nonce) {
-        if (rings == null) {
-            ch.close();
-            return false;
-        }
-        return rings.offer(ch, nonce);
+    /** Server, at ACCEPT: proves itself at the client's rendezvous and offers our ring (see {@link SameHostLink#offer}). */
+    boolean offerRing(byte[] rendezvous, byte[] nonce) {
+        return rings != null && rings.offer(rendezvous, nonce);
     }
 
-    /** Client, at ACCEPT: maps the server's ring and sends ours (see {@link SameHostRings#acceptOffer}). */
-    boolean acceptRingOffer(SameHostChannel ch) {
-        if (rings == null) {
-            ch.close();
-            return false;
-        }
-        return rings.acceptOffer(ch);
+    /** Client, at an ACCEPT that offers rings: maps the server's and sends ours (see {@link SameHostLink#join}). */
+    boolean joinSameHost(byte[] nonce) {
+        return rings != null && rings.join(nonce);
     }
 
     /** Server, at READY_TO_USE saying rings: the client's ring must be waiting on the channel. */
@@ -234,7 +226,7 @@ final class TcpQueuePair implements QueuePair {
         }
         boolean done = tx.flush();
         if (ringMode) {
-            return;   // room in the ring comes with a doorbell from the peer (SharedByteRing's "waits")
+            return;   // room in the ring comes with a doorbell from the peer (the FrameRing's "producer waits")
         }
         if (cq.channel != null && started && done == watchingOut) {
             watchingOut = !done;

@@ -13,12 +13,12 @@ import java.lang.foreign.MemorySegment;
  * rings and one-sided operations on shareable regions as plain loads, stores and CPU atomics on
  * the mapping, with no CPU of the target; everything else keeps the tcp path.
  *
- * <p>The handshake: the client's HELLO names its rendezvous socket and a nonce; a server of this
- * host {@link #connect connects} to it (the kernel tells it the listener's uid), sends the nonce
- * and its ring, and says so in ACCEPT; the client finds that channel by the nonce among those that
- * {@link #arrived} (the kernel tells it the connector's uid), maps the ring, and sends its own.
- * A peer on another host can name any socket and nonce it likes: it reaches only a process of our
- * own uid, which is trusted, and gets no channel of its own.
+ * <p>The handshake ({@link SameHostLink}): the client's HELLO names its rendezvous socket and a
+ * nonce; a server of this host connects there (the kernel tells it the listener's uid), sends the
+ * nonce and its ring, and says so in ACCEPT; the client finds that channel by the nonce (the
+ * kernel tells it the connector's uid), maps the ring, and sends its own. A peer on another host
+ * can name any socket and nonce it likes: it reaches only a process of our own uid, which is
+ * trusted, and gets no channel of its own.
  */
 public interface TcpSameHost {
     /** Zeroed shareable memory of {@code size} bytes, or null when it cannot be made. */
@@ -41,11 +41,8 @@ public interface TcpSameHost {
     /** The name of this side's rendezvous socket, for the HELLO; empty when there is none. */
     byte[] rendezvousName();
 
-    /** Server: a channel to a client's rendezvous {@code name}, when it is a process of our uid; else null (logged). */
-    SameHostChannel connect(byte[] name);
-
-    /** Client: the channel a server opened with {@code nonce} (its first record is the RING_OFFER), or null. */
-    SameHostChannel arrived(byte[] nonce);
+    /** A link for one new connection, with its ring made now; proven (or dropped) during the handshake. */
+    SameHostLink link();
 
     /** The device closes: memory no live allocation uses is freed; the rest goes with its last allocation. */
     default void close() {

@@ -39,7 +39,7 @@ final class TcpTransmitter implements AutoCloseable {
     private int failed;
 
     // Ring mode (same host): frames go into this side's ring, the socket only rings the peer.
-    private SharedByteRing ring;
+    private FrameRing ring;
     private long produced;
     private final MemorySegment bell = arena.allocate(Sockets.MSGHDR_SIZE + Sockets.IOVEC_SIZE + 8, 8);
 
@@ -49,7 +49,7 @@ final class TcpTransmitter implements AutoCloseable {
     }
 
     /** From now on frames go into {@code ring} (this side's), read by the peer. */
-    void useRing(SharedByteRing ring) {
+    void useRing(FrameRing ring) {
         this.ring = ring;
         this.produced = ring.produced();
         MemorySegment iov = bell.asSlice(Sockets.MSGHDR_SIZE, Sockets.IOVEC_SIZE);

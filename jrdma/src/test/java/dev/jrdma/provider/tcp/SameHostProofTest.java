@@ -14,6 +14,7 @@ import dev.jrdma.RemoteRegion;
 import dev.jrdma.os.Memfd;
 import dev.jrdma.os.Sockets;
 import dev.jrdma.os.UnixSockets;
+import dev.jrdma.provider.shm.SharedByteRing;
 import dev.jrdma.spi.QueuePairSpec;
 
 import org.junit.jupiter.api.Test;

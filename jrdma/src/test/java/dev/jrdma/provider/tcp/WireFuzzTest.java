@@ -7,6 +7,7 @@ import org.junit.jupiter.api.AfterAll;
 import dev.jrdma.Access;
 import dev.jrdma.LocalRegion;
 import dev.jrdma.Rdma;
+import dev.jrdma.provider.shm.SharedByteRing;
 import dev.jrdma.RdmaServer;
 import dev.jrdma.RemoteRegion;
 

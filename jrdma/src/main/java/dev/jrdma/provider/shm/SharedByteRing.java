@@ -1,13 +1,16 @@
-package dev.jrdma.provider.tcp;
+package dev.jrdma.provider.shm;
+
+import dev.jrdma.provider.tcp.FrameRing;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 
 /**
- * A single-producer single-consumer byte stream in shared memory: what a same-host connection
- * (shm) sends its frames through instead of the socket, so that messages, acks and responses
- * cost copies, not system calls. Each side writes its own ring and reads the peer's.
+ * The shm provider's {@link FrameRing}: a single-producer single-consumer byte stream in a memfd
+ * shared with a peer of this host, what a same-host connection sends its frames through instead
+ * of the socket, so that messages, acks and responses cost copies, not system calls. Each side
+ * writes its own ring and reads the peer's; every position the peer writes is checked.
  *
  * <pre>
  *  0                 64                128               192               256
@@ -23,20 +26,22 @@ import java.lang.invoke.VarHandle;
  * doorbell (a byte on the socket, which the sleeper's epoll watches); a producer out of room
  * sets "waits" and the consumer rings once it has made room.
  */
-final class SharedByteRing {
-    static final long HEADER = 256;
+public final class SharedByteRing implements FrameRing {
+    /** The ring's header before its data: four positions and flags, a cache line each. */
+    public static final long HEADER = 256;
     private static final long PRODUCED = 0, CONSUMED = 64, ASLEEP = 128, WAITS = 192;
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
     private final MemorySegment ring;
     private final long capacity;
 
-    SharedByteRing(MemorySegment memory) {
+    /** A ring over {@code memory} (its header, then {@code byteSize - HEADER} bytes of data). */
+    public SharedByteRing(MemorySegment memory) {
         this.ring = memory;
         this.capacity = memory.byteSize() - HEADER;
     }
 
-    long capacity() {
+    public long capacity() {
         return capacity;
     }
 
@@ -47,7 +52,8 @@ final class SharedByteRing {
      * room; returns how many, or -1 when the consumer's position is impossible (a corrupt or
      * hostile peer: nothing is written). Call {@link #publish} after one or more writes.
      */
-    long write(long address, long length, long at) {
+    @Override
+    public long write(long address, long length, long at) {
         long consumed = (long) LONG.getAcquire(ring, CONSUMED);
         long used = at - consumed;
         if (used < 0 || used > capacity) {
@@ -69,12 +75,14 @@ final class SharedByteRing {
     }
 
     /** The position after what has been written (the producer's own view). */
-    long produced() {
+    @Override
+    public long produced() {
         return (long) LONG.getAcquire(ring, PRODUCED);
     }
 
     /** Makes the bytes up to {@code position} visible; true when the consumer asked to be woken. */
-    boolean publish(long position) {
+    @Override
+    public boolean publish(long position) {
         LONG.setRelease(ring, PRODUCED, position);
         VarHandle.fullFence();   // the flag is read after the publish (Dekker with the consumer's arm)
         if ((long) LONG.getVolatile(ring, ASLEEP) != 0) {
@@ -85,14 +93,15 @@ final class SharedByteRing {
     }
 
     /** The producer has bytes waiting for room: the consumer should ring when it makes some. */
-    void waitForRoom(boolean waiting) {
+    @Override
+    public void waitForRoom(boolean waiting) {
         LONG.setVolatile(ring, WAITS, waiting ? 1L : 0L);
     }
 
     // ---------------------------------------------------------------- consumer
 
     /** Bytes readable now, or -1 when the producer's position is impossible (a corrupt or hostile peer). */
-    long available() {
+    public long available() {
         long produced = (long) LONG.getAcquire(ring, PRODUCED);
         long consumed = (long) LONG.getOpaque(ring, CONSUMED);
         long n = produced - consumed;
@@ -100,7 +109,8 @@ final class SharedByteRing {
     }
 
     /** Copies up to {@code length} readable bytes to {@code address}; returns how many (0: none, -1: corrupt). */
-    long read(long address, long length) {
+    @Override
+    public long read(long address, long length) {
         long avail = available();
         if (avail <= 0) {
             return avail;
@@ -119,7 +129,8 @@ final class SharedByteRing {
     }
 
     /** After reading: true when the producer waits for room (and the flag is taken: ring once). */
-    boolean producerWaits() {
+    @Override
+    public boolean producerWaits() {
         if ((long) LONG.getOpaque(ring, WAITS) != 0) {
             VarHandle.fullFence();
             LONG.setVolatile(ring, WAITS, 0L);
@@ -133,7 +144,8 @@ final class SharedByteRing {
      * true when bytes are readable already; the flag is set before the check (Dekker with
      * {@link #publish}).
      */
-    boolean arm() {
+    @Override
+    public boolean arm() {
         LONG.setVolatile(ring, ASLEEP, 1L);
         VarHandle.fullFence();
         return available() != 0;

@@ -1,6 +1,10 @@
-package dev.jrdma.provider.tcp;
+package dev.jrdma.provider.shm;
 
 import dev.jrdma.os.Sockets;
+import dev.jrdma.provider.tcp.FrameRing;
+import dev.jrdma.provider.tcp.SameHostChannel;
+import dev.jrdma.provider.tcp.SameHostLink;
+import dev.jrdma.spi.Log;
 import dev.jrdma.spi.ShareableMemory;
 
 import java.lang.foreign.Arena;
@@ -9,44 +13,48 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
- * The shared stream rings of one queue pair with a peer of this host, and the proven channel
- * they were exchanged on. This side writes its own ring (made here, offered to the peer as a
- * descriptor) and reads the peer's (handed over the same way and mapped here after the checks of
- * {@link TcpSameHost#map}). Built at the handshake on the connection manager's thread; after
- * {@link TcpQueuePair#start} the queue pair uses the rings, and {@link #close} frees all of it.
+ * One connection's {@link SameHostLink}: the shared stream rings with a peer of this host, and
+ * the proven channel they were exchanged on. This side writes its own ring (a sealed memfd made
+ * here, handed to the peer as a descriptor) and reads the peer's (handed over the same way and
+ * mapped after {@link ShmMemory#map}'s checks). Built during the handshake on the connection
+ * manager's thread; once the connection starts, its queue pair uses the rings, and
+ * {@link #close} frees all of it.
  */
-final class SameHostRings implements AutoCloseable {
+final class ShmLink implements SameHostLink {
     /** The bytes of frames a ring holds. */
     static final long RING_BYTES = 1 << 20;
     /** The largest ring a peer may hand over. */
     private static final long MAX_PEER_RING = 1L << 30;
 
-    private final TcpSameHost support;
+    private final ShmMemory support;
     private ShareableMemory txMemory;
     private Arena rxArena;
     private SharedByteRing rxRing;
     /** The proven link to the peer (descriptors for rings and regions); null until exchanged. */
     private SameHostChannel channel;
 
-    SameHostRings(TcpSameHost support) {
+    ShmLink(ShmMemory support) {
         this.support = support;
         this.txMemory = support.allocate(SharedByteRing.HEADER + RING_BYTES);
     }
 
-    /** Whether both rings are in place and the channel proven: the connection may use them. */
-    boolean ready() {
+    @Override
+    public boolean ready() {
         return channel != null && txMemory != null && rxRing != null;
     }
 
-    SameHostChannel channel() {
+    @Override
+    public SameHostChannel channel() {
         return channel;
     }
 
-    SharedByteRing rxRing() {
+    @Override
+    public FrameRing rxRing() {
         return rxRing;
     }
 
-    SharedByteRing txRing() {
+    @Override
+    public FrameRing txRing() {
         return new SharedByteRing(txMemory.segment());
     }
 
@@ -59,11 +67,12 @@ final class SameHostRings implements AutoCloseable {
         return where == null ? null : new long[] {where[0], where[1], txMemory.segment().byteSize()};
     }
 
-    /**
-     * Server, at ACCEPT: sends our ring on {@code ch}, a fresh channel to the client's rendezvous,
-     * with the nonce of its HELLO. False when it could not (the channel is closed then).
-     */
-    boolean offer(SameHostChannel ch, byte[] nonce) {
+    @Override
+    public boolean offer(byte[] rendezvous, byte[] nonce) {
+        SameHostChannel ch = support.connect(rendezvous);
+        if (ch == null) {
+            return false;   // logged: another user, another network namespace, or not a rendezvous
+        }
         long[] ring = txLocation();
         ByteBuffer n = ByteBuffer.wrap(nonce).order(ByteOrder.LITTLE_ENDIAN);
         if (ring == null || !ch.send(SameHostChannel.RING_OFFER, n.getLong(), n.getLong(), ring[1], ring[2],
@@ -75,11 +84,14 @@ final class SameHostRings implements AutoCloseable {
         return true;
     }
 
-    /**
-     * Client, at ACCEPT: maps the ring the server offered on {@code ch} and sends ours there.
-     * False when either failed (the channel is closed then, and the connection keeps the socket).
-     */
-    boolean acceptOffer(SameHostChannel ch) {
+    @Override
+    public boolean join(byte[] nonce) {
+        SameHostChannel ch = support.arrived(nonce);
+        if (ch == null) {
+            Log.quietly(System.Logger.Level.INFO, "shm: the server said it opened a same-host channel, and no "
+                    + "process of our user brought our nonce: the connection stays on tcp", null);
+            return false;
+        }
         SameHostChannel.Record offer = ch.receive();
         if (offer != null && offer.kind() != SameHostChannel.RING_OFFER && offer.fd() >= 0) {
             Sockets.close(offer.fd());
@@ -96,8 +108,8 @@ final class SameHostRings implements AutoCloseable {
         return true;
     }
 
-    /** Server, at READY_TO_USE saying rings: the client's ring must be waiting on the channel. False: it is not. */
-    boolean takePeerRing() {
+    @Override
+    public boolean takePeerRing() {
         SameHostChannel.Record r = channel == null ? null : channel.receive();
         if (r != null && r.kind() != SameHostChannel.RING && r.fd() >= 0) {
             Sockets.close(r.fd());
@@ -139,7 +151,6 @@ final class SameHostRings implements AutoCloseable {
         }
     }
 
-    /** Frees both rings and closes the channel (the peer sees it end). */
     @Override
     public void close() {
         if (txMemory != null) {

@@ -1,4 +1,4 @@
-package dev.jrdma.provider.tcp;
+package dev.jrdma.provider.shm;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
