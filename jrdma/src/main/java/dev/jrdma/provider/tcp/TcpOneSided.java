@@ -79,7 +79,7 @@ final class TcpOneSided {
         synchronized (qp.txLock) {
             long start = qp.tx.queuedTotal();
             respondHeader(READ_RESPONSE, 0, length, f.seq, 0);
-            qp.tx.addPayload(f.addr, length, r);
+            qp.tx.addPayload(f.addr, length, r, true);   // a large unsent rest is sent on from r, not copied
             answers.queued(start, qp.tx.queuedTotal());
             qp.finishTransmit();
         }

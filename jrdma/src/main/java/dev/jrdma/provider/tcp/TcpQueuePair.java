@@ -309,7 +309,8 @@ final class TcpQueuePair implements QueuePair {
             }
         }
         if (tx.failedErrno() != 0) {
-            gone("sending failed: " + Errno.name(tx.failedErrno()) + " (" + Errno.describe(tx.failedErrno()) + ")");
+            gone(tx.failure() != null ? tx.failure()
+                    : "sending failed: " + Errno.name(tx.failedErrno()) + " (" + Errno.describe(tx.failedErrno()) + ")");
         }
         requester.completeReady();
         if (!peerGoneReported && ringMode) {

@@ -354,7 +354,7 @@ final class TcpRequester {
                     type == READ_REQUEST ? length : sqCompareAdd[i], sqSwap[i]);
         }
         if (payload && length > 0) {
-            qp.tx.addPayload(sqLocalAddr[i], length, local);
+            qp.tx.addPayload(sqLocalAddr[i], length, local, false);
         }
         if (pos > sqTail) {
             sqTail = pos;   // published before the frame can be answered

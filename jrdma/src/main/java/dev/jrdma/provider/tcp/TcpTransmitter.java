@@ -9,15 +9,24 @@ import java.lang.foreign.MemorySegment;
 /**
  * The sending half of a tcp queue pair's socket. Frames (a header, and a payload straight out
  * of registered memory) are gathered into one {@code sendmsg}; what the socket does not take at
- * once is copied into a backlog, so a payload is never referenced after the call that queued
- * it returns (its owner may close it then), and the backlog goes out, in order, before anything
- * newer. Not thread-safe: the queue pair serialises its users (posting threads and the
- * progress thread) with a lock.
+ * once waits, in order, before anything newer. Waiting bytes are copied into a backlog, so our
+ * own payloads are never referenced after the call that queued them returns (their owner may
+ * close them then), except a large answer to the peer's READ: that is sent on from the exposed
+ * registration itself ({@link #addPayload}'s {@code stream}), entered for each send, so a peer
+ * that asks for a gigabyte and reads none of it costs no gigabyte here; if the region closes
+ * meanwhile, the connection ends (its READ cannot be answered). Not thread-safe: the queue pair
+ * serialises its users (posting threads and the progress thread) with a lock.
  */
 final class TcpTransmitter implements AutoCloseable {
     /** Frames gathered into one sendmsg at most; more are sent in several. */
     static final int MAX_FRAMES = 64;
-    private static final int MAX_IOVS = 2 * MAX_FRAMES + 1;
+    /** Waiting pieces (see below) at most; past it, waiting bytes are copied whatever they are. */
+    private static final int MAX_PIECES = 512;
+    /** Waiting pieces gathered into one sendmsg at most. */
+    private static final int PIECES_PER_SEND = 32;
+    /** A READ answer's unsent rest at least this large is sent on from its registration, not copied. */
+    static final long STREAM_MIN = 64 * 1024;
+    private static final int MAX_IOVS = 2 * MAX_FRAMES + PIECES_PER_SEND;
 
     private final int fd;
     private final Arena arena = Arena.ofShared();
@@ -26,15 +35,24 @@ final class TcpTransmitter implements AutoCloseable {
     private final MemorySegment msghdr = arena.allocate(Sockets.MSGHDR_SIZE, 8);
     private final long[] iovBase = new long[MAX_IOVS];
     private final long[] iovLength = new long[MAX_IOVS];
-    private final TcpMemoryRegistration[] fenced = new TcpMemoryRegistration[MAX_FRAMES];
+    /** The registration an iovec may be sent on from, if the socket does not take it now (null: copy it). */
+    private final TcpMemoryRegistration[] iovStream = new TcpMemoryRegistration[MAX_IOVS];
+    private final TcpMemoryRegistration[] fenced = new TcpMemoryRegistration[MAX_FRAMES + PIECES_PER_SEND];
     private int fencedCount;
     private int frames;
     private int iovCount;
 
-    // Bytes the socket has not taken yet, in order: [backlogStart, backlogEnd) of backlog.
+    // What the socket has not taken yet, in order: pieces, each either bytes copied into the
+    // backlog (pieceAddress -1; the copied pieces' bytes lie in order in [backlogStart,
+    // backlogEnd) of backlog) or the rest of a READ answer, sent on from its registration.
     private MemorySegment backlog;
     private Arena backlogArena;
     private long backlogStart, backlogEnd;
+    private final long[] pieceAddress = new long[MAX_PIECES];
+    private final long[] pieceLength = new long[MAX_PIECES];
+    private final TcpMemoryRegistration[] pieceRegistration = new TcpMemoryRegistration[MAX_PIECES];
+    private int pieceFirst, pieceCount;
+    private long pendingBytes;
     /** The errno sending failed with (EPIPE, ECONNRESET...), or 0. */
     private int failed;
 
@@ -90,12 +108,15 @@ final class TcpTransmitter implements AutoCloseable {
 
     /**
      * Queues {@code length} bytes at {@code address} of {@code registration}, which the caller
-     * has {@link TcpMemoryRegistration#enter entered}; it is exited at {@link #flush}.
+     * has {@link TcpMemoryRegistration#enter entered}; it is exited at {@link #flush}. With
+     * {@code stream} (a READ answer), what the socket does not take is sent on from the
+     * registration later instead of being copied.
      */
-    void addPayload(long address, long length, TcpMemoryRegistration registration) {
+    void addPayload(long address, long length, TcpMemoryRegistration registration, boolean stream) {
         if (length > 0) {
             queuedTotal += length;
             addIov(address, length);
+            iovStream[iovCount - 1] = stream ? registration : null;
         }
         if (registration != null) {
             fenced[fencedCount++] = registration;
@@ -105,17 +126,18 @@ final class TcpTransmitter implements AutoCloseable {
     private void addIov(long base, long length) {
         iovBase[iovCount] = base;
         iovLength[iovCount] = length;
+        iovStream[iovCount] = null;
         iovCount++;
     }
 
     /** Nothing waits to be sent. */
     boolean idle() {
-        return backlogStart == backlogEnd && iovCount == 0;
+        return pieceCount == 0 && iovCount == 0;
     }
 
-    /** Bytes the socket (or ring) has not taken yet, kept in the backlog. */
+    /** Bytes the socket (or ring) has not taken yet: copied into the backlog, or still in a registration. */
     long backlogBytes() {
-        return backlogEnd - backlogStart;
+        return pendingBytes;
     }
 
     /** Bytes ever queued (headers and payloads), and ever taken by the socket or ring (or dropped on failure). */
@@ -137,25 +159,47 @@ final class TcpTransmitter implements AutoCloseable {
     }
 
     /**
-     * Sends the backlog and then the queued frames, as far as the socket takes them, and
-     * copies the rest into the backlog. Returns true when everything went out.
+     * Sends what waits and then the queued frames, as far as the socket takes them, and keeps
+     * the rest waiting (copied, or a READ answer's reference). Returns true when everything went out.
      */
     boolean flush() {
         try {
             if (failed != 0) {
-                backlogStart = backlogEnd = 0;
+                dropWaiting();
                 sentTotal = queuedTotal;   // dropped: nothing waits any more
                 return true;
             }
             int n = 0;
-            long backlogBytes = backlogEnd - backlogStart;
-            if (backlogBytes > 0) {
-                Sockets.iovec(iovs, n++, backlog.address() + backlogStart, backlogBytes);
+            long total = 0;
+            int pieces = Math.min(pieceCount, PIECES_PER_SEND);
+            long copied = backlogStart;
+            for (int k = 0; k < pieces; k++) {
+                int p = (pieceFirst + k) % MAX_PIECES;
+                if (pieceAddress[p] < 0) {
+                    Sockets.iovec(iovs, n++, backlog.address() + copied, pieceLength[p]);
+                    copied += pieceLength[p];
+                } else {
+                    TcpMemoryRegistration r = pieceRegistration[p];
+                    if (!r.enter()) {
+                        // The region closed before its READ answer was all sent: that READ cannot be answered.
+                        failed = Errno.EIO;
+                        failure = "the region a READ was being answered from was closed";
+                        dropWaiting();
+                        sentTotal = queuedTotal;
+                        return true;
+                    }
+                    fenced[fencedCount++] = r;
+                    Sockets.iovec(iovs, n++, pieceAddress[p], pieceLength[p]);
+                }
+                total += pieceLength[p];
             }
-            long total = backlogBytes;
-            for (int i = 0; i < iovCount; i++) {
-                Sockets.iovec(iovs, n++, iovBase[i], iovLength[i]);
-                total += iovLength[i];
+            // New frames go only behind everything that waited: all of it must be in this send.
+            boolean framesToo = pieces == pieceCount;
+            if (framesToo) {
+                for (int i = 0; i < iovCount; i++) {
+                    Sockets.iovec(iovs, n++, iovBase[i], iovLength[i]);
+                    total += iovLength[i];
+                }
             }
             if (total == 0) {
                 return true;
@@ -171,15 +215,15 @@ final class TcpTransmitter implements AutoCloseable {
                 int errno = (int) -sent;
                 if (errno != Errno.EAGAIN && errno != Errno.EINTR) {
                     failed = errno;
-                    backlogStart = backlogEnd = 0;
+                    dropWaiting();
                     sentTotal = queuedTotal;
                     return true;
                 }
                 sent = 0;
             }
             sentTotal += sent;
-            if (sent == total) {
-                backlogStart = backlogEnd = 0;
+            long skip = taken(sent);
+            if (framesToo && sent == total) {
                 if (ring != null) {
                     ring.waitForRoom(false);
                 }
@@ -188,25 +232,18 @@ final class TcpTransmitter implements AutoCloseable {
             if (ring != null) {
                 ring.waitForRoom(true);   // the peer rings when it has read some
             }
-            // Keep what was not sent: first the unsent end of the backlog, then the frames.
-            long skip = sent;
-            if (backlogBytes > 0) {
-                long fromBacklog = Math.min(skip, backlogBytes);
-                backlogStart += fromBacklog;
-                skip -= fromBacklog;
+            // Keep what was not sent of the new frames, behind what still waits.
+            if (!framesToo) {
+                skip = 0;
             }
-            compactBacklog(total - sent);
             for (int i = 0; i < iovCount; i++) {
                 long len = iovLength[i];
                 if (skip >= len) {
                     skip -= len;
                     continue;
                 }
-                long from = iovBase[i] + skip;
-                long count = len - skip;
+                keep(iovBase[i] + skip, len - skip, iovStream[i]);
                 skip = 0;
-                MemorySegment.copy(MemorySegment.ofAddress(from).reinterpret(count), 0, backlog, backlogEnd, count);
-                backlogEnd += count;
             }
             return false;
         } finally {
@@ -219,6 +256,77 @@ final class TcpTransmitter implements AutoCloseable {
             fencedCount = 0;
         }
     }
+
+    /** The socket took {@code sent} bytes: the waiting pieces it covered go; returns what is left of it for the new frames. */
+    private long taken(long sent) {
+        while (pieceCount > 0 && sent > 0) {
+            int p = pieceFirst;
+            long n = Math.min(sent, pieceLength[p]);
+            if (pieceAddress[p] < 0) {
+                backlogStart += n;
+            } else {
+                pieceAddress[p] += n;
+            }
+            pieceLength[p] -= n;
+            pendingBytes -= n;
+            sent -= n;
+            if (pieceLength[p] == 0) {
+                pieceRegistration[p] = null;
+                pieceFirst = (pieceFirst + 1) % MAX_PIECES;
+                pieceCount--;
+            }
+        }
+        if (pieceCount == 0) {
+            backlogStart = backlogEnd = 0;
+        }
+        return sent;
+    }
+
+    /**
+     * Keeps {@code count} unsent bytes at {@code from} waiting: as a reference into
+     * {@code stream} when it is a READ answer's large rest and there is a piece for it, else copied.
+     */
+    private void keep(long from, long count, TcpMemoryRegistration stream) {
+        pendingBytes += count;
+        if (stream != null && count >= STREAM_MIN && pieceCount < MAX_PIECES - 1) {   // a slot stays for a copy
+            int p = (pieceFirst + pieceCount++) % MAX_PIECES;
+            pieceAddress[p] = from;
+            pieceLength[p] = count;
+            pieceRegistration[p] = stream;
+            return;
+        }
+        compactBacklog(count);
+        MemorySegment.copy(MemorySegment.ofAddress(from).reinterpret(count), 0, backlog, backlogEnd, count);
+        backlogEnd += count;
+        int last = (pieceFirst + pieceCount - 1) % MAX_PIECES;
+        if (pieceCount > 0 && pieceAddress[last] < 0) {
+            pieceLength[last] += count;   // follows the copied piece it joins
+        } else if (pieceCount < MAX_PIECES) {
+            int p = (pieceFirst + pieceCount++) % MAX_PIECES;
+            pieceAddress[p] = -1;
+            pieceLength[p] = count;
+            pieceRegistration[p] = null;
+        } else {
+            throw new IllegalStateException("tcp: no slot for a copied piece (one is always kept)");
+        }
+    }
+
+    /** Nothing waits any more (the connection failed). */
+    private void dropWaiting() {
+        backlogStart = backlogEnd = 0;
+        for (int k = 0; k < pieceCount; k++) {
+            pieceRegistration[(pieceFirst + k) % MAX_PIECES] = null;
+        }
+        pieceFirst = pieceCount = 0;
+        pendingBytes = 0;
+    }
+
+    /** Why sending failed, when the errno alone does not say (else null). */
+    String failure() {
+        return failure;
+    }
+
+    private String failure;
 
     /** Copies the first {@code count} iovecs into the ring as far as it has room, publishes; returns the bytes taken. */
     private long toRing(int count) {

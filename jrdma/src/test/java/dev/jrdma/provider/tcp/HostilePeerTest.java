@@ -150,6 +150,36 @@ class HostilePeerTest {
         }
     }
 
+    /**
+     * One READ of a 256 MiB region from a peer that never reads the answer: the answer is sent on
+     * from the region as the socket takes it, never copied whole (before, the unsent rest of
+     * every answer was copied into the backlog: one READ cost its size, 256 MiB here).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    @Timeout(120)
+    void oneHugeReadNeverReadCostsNoCopyOfIt(String provider) throws Exception {
+        long exposedBytes = 256L << 20;
+        try (Target target = Target.start(provider, ProcessBuilder.Redirect.INHERIT,
+                List.of("-Djrdma.test.exposed=" + exposedBytes));
+             RawPeer p = RawPeer.connect(target.address)) {
+            RemoteRegion exposed = RemoteRegion.fromDescriptor(p.serverData());
+            assertEquals(exposedBytes, exposed.length());
+            long before = target.rssKib();
+            p.writeFully(p.request(TcpFrameDescriptor.READ_REQUEST, 0, 0, exposed.address(), exposed.rkey(), 0,
+                    exposedBytes, 0), 5_000);
+            long peak = 0;
+            for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(3); System.nanoTime() < end; ) {
+                peak = Math.max(peak, target.rssKib());
+                Thread.onSpinWait();
+            }
+            System.out.println("HostilePeerTest " + provider + ": one READ of 256 MiB never read, RSS grew "
+                    + (peak - before) / 1024 + " MiB");
+            assertTrue(peak - before <= 32 * 1024, "the server's RSS grew by " + (peak - before) / 1024
+                    + " MiB while one READ of 256 MiB went unread (bound 32 MiB: no copy of it)");
+        }
+    }
+
     /** 0.1: EMFILE from accept4 escaped into the IO thread, which died; every connection on it hung. */
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "shm"})
@@ -363,9 +393,17 @@ class HostilePeerTest {
 
         /** A target whose standard error (its log) goes to {@code log}. */
         static Target start(String provider, ProcessBuilder.Redirect log, String... limits) throws IOException {
+            return start(provider, log, List.of(), limits);
+        }
+
+        /** A target started with {@code jvmOptions} too (for example {@code -Djrdma.test.exposed=...}). */
+        static Target start(String provider, ProcessBuilder.Redirect log, List<String> jvmOptions, String... limits)
+                throws IOException {
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             List<String> command = new ArrayList<>(List.of(java, "-Xms64m", "-Xmx64m", "-XX:+AlwaysPreTouch",
-                    "-XX:+UseSerialGC", "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                    "-XX:+UseSerialGC", "--enable-native-access=ALL-UNNAMED"));
+            command.addAll(jvmOptions);
+            command.addAll(List.of("-cp", System.getProperty("java.class.path"),
                     HostileTargetMain.class.getName(), provider, String.valueOf(DEPTH)));
             command.addAll(List.of(limits));
             Process p = new ProcessBuilder(command).redirectError(log).start();

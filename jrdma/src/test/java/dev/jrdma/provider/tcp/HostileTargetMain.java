@@ -50,7 +50,13 @@ public final class HostileTargetMain {
         if (args.length > 2) {   // HANDSHAKE_TIMEOUT_MS MAX_PENDING_HANDSHAKES
             builder.handshakeTimeout(Duration.ofMillis(Long.parseLong(args[2]))).maxPendingHandshakes(Integer.parseInt(args[3]));
         }
-        try (Rdma rdma = builder.build(); LocalRegion region = rdma.allocate(EXPOSED)) {
+        // -Djrdma.test.exposed=BYTES exposes that much instead, every page touched first (so the
+        // region itself is in the RSS before a test measures what an attack adds).
+        long exposed = Long.getLong("jrdma.test.exposed", EXPOSED);
+        try (Rdma rdma = builder.build(); LocalRegion region = rdma.allocate(exposed)) {
+            if (exposed != EXPOSED) {
+                region.segment().fill((byte) 0x5A);
+            }
             ConnectionConfig config = ConnectionConfig.builder().receiveQueueDepth(depth).receiveBufferSize(4096)
                     .privateData(region.toRemote().toDescriptor()).build();
             try (RdmaServer s = rdma.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), config, c -> { })) {

@@ -50,6 +50,61 @@ class RegionCloseTest {
         stalledWrite(provider, true);
     }
 
+    /**
+     * A READ answer is sent on from the region as the peer reads it (not copied whole), so
+     * closing the region while a peer reads it slowly must end that READ: close() returns at
+     * once, not one byte leaves after it (the bytes are changed then, and the peer sees none of
+     * the new ones), and the connection ends before the whole answer went.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    @Timeout(60)
+    void closingARegionWhileAPeerReadsItSlowlyEndsThatRead(String provider) throws Exception {
+        int size = 64 << 20;
+        try (Arena arena = Arena.ofShared(); Rdma server = Rdma.builder().provider(provider).build()) {
+            MemorySegment memory = arena.allocate(size, 4096);
+            memory.fill((byte) 0x5A);
+            LocalRegion region = server.register(memory, Access.LOCAL_WRITE, Access.REMOTE_READ);
+            RemoteRegion rr = region.toRemote();
+            RdmaServer l = server.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), c -> { });
+            try (RawPeer p = RawPeer.connect(l.address())) {
+                p.writeFully(p.request(TcpFrameDescriptor.READ_REQUEST, 0, 0, rr.address(), rr.rkey(), 0, size, 0),
+                        5_000);
+                ByteBuffer header = ByteBuffer.wrap(p.readFully(TcpFrameDescriptor.HEADER_SIZE, 5_000))
+                        .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                assertEquals(TcpFrameDescriptor.READ_RESPONSE, header.get(0), "the READ is being answered");
+                long t0 = System.nanoTime();
+                region.close();
+                long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+                assertTrue(millis < 1_000, "close() took " + millis + " ms while the peer read slowly");
+                memory.fill((byte) 0x77);   // what a send after close() would carry
+                long got = 0;
+                ByteBuffer chunk = ByteBuffer.allocate(1 << 20);
+                for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(20); System.nanoTime() < end; ) {
+                    chunk.clear();
+                    int r;
+                    try {
+                        r = p.channel.read(chunk);
+                    } catch (java.io.IOException reset) {
+                        r = -1;
+                    }
+                    if (r < 0) {
+                        break;
+                    }
+                    for (int i = 0; i < r && got + i < size; i++) {
+                        if (chunk.get(i) != 0x5A) {
+                            throw new AssertionError("byte " + (got + i) + " of the answer left after close() returned");
+                        }
+                    }
+                    got += r;
+                }
+                assertTrue(got < size, "the connection ended before the whole answer went (" + got + " of " + size
+                        + " bytes came)");
+                assertTrue(p.closedWithin(1_000), "the connection ended");
+            }
+        }
+    }
+
     private static void stalledWrite(String provider, boolean fromCallback) throws Exception {
         try (Arena arena = Arena.ofShared(); Rdma server = Rdma.builder().provider(provider).ioThreads(1).build();
              Rdma client = Rdma.builder().provider(provider).build()) {
