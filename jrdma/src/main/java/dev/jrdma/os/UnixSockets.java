@@ -38,7 +38,7 @@ public final class UnixSockets {
             of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
     private static final MethodHandle SENDMSG = NativeCalls.withErrno("sendmsg", of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
     private static final MethodHandle RECVMSG = NativeCalls.withErrno("recvmsg", of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle GETUID = NativeCalls.plain("getuid", of(JAVA_INT));
+    private static final MethodHandle GETEUID = NativeCalls.plain("geteuid", of(JAVA_INT));
 
     /** The kernel's word on a connected peer: {@code struct ucred}. */
     public record Credentials(int pid, int uid, int gid) {
@@ -51,10 +51,10 @@ public final class UnixSockets {
     private UnixSockets() {
     }
 
-    /** This process's real uid. */
+    /** This process's effective uid: what SO_PEERCRED reports of it to its peers. */
     public static int uid() {
         try {
-            return (int) GETUID.invokeExact();
+            return (int) GETEUID.invokeExact();
         } catch (Throwable t) {
             throw NativeCalls.rethrow(t);
         }
@@ -138,10 +138,11 @@ public final class UnixSockets {
     }
 
     /**
-     * Receives one packet into {@code into} without waiting. Room is made for one descriptor: a
-     * packet that carried more (or anything but SCM_RIGHTS) comes back {@code truncated}, its
-     * extra descriptors never installed, and so does a packet longer than {@code into}. The
-     * caller owns (and must close) a returned descriptor in every case.
+     * Receives one packet into {@code into} without waiting. A packet that carried exactly one
+     * descriptor returns it; one that carried more comes back {@code truncated} with every
+     * descriptor that was installed closed here (and those that did not fit never installed),
+     * and so does anything but SCM_RIGHTS or a packet longer than {@code into}. The caller owns
+     * (and must close) a returned descriptor in every case.
      */
     public static Received receive(int fd, MemorySegment into) {
         try (Arena a = Arena.ofConfined()) {
@@ -160,10 +161,22 @@ public final class UnixSockets {
             long controlLength = msg.get(JAVA_LONG, MSG_CONTROLLEN);
             int passed = -1;
             boolean odd = false;
-            if (controlLength >= CMSG_LEN_ONE_FD) {
-                if (control.get(JAVA_LONG, 0) == CMSG_LEN_ONE_FD && control.get(JAVA_INT, 8) == Sockets.SOL_SOCKET
-                        && control.get(JAVA_INT, 12) == SCM_RIGHTS) {
-                    passed = control.get(JAVA_INT, 16);
+            if (controlLength >= 16) {
+                // CMSG_SPACE(4) has room for two ints: the kernel installs as many descriptors as
+                // fit. Keep one when exactly one came; close every other one.
+                long cmsgLength = control.get(JAVA_LONG, 0);
+                if (control.get(JAVA_INT, 8) == Sockets.SOL_SOCKET && control.get(JAVA_INT, 12) == SCM_RIGHTS
+                        && cmsgLength >= CMSG_LEN_ONE_FD && cmsgLength <= controlLength) {
+                    int count = (int) ((cmsgLength - 16) / 4);
+                    for (int k = 0; k < count; k++) {
+                        int installed = control.get(JAVA_INT, 16 + 4L * k);
+                        if (count == 1) {
+                            passed = installed;
+                        } else {
+                            Sockets.close(installed);
+                        }
+                    }
+                    odd = count != 1;
                 } else {
                     odd = true;
                 }

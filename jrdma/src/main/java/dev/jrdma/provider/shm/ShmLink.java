@@ -18,7 +18,8 @@ import java.nio.ByteOrder;
  * here, handed to the peer as a descriptor) and reads the peer's (handed over the same way and
  * mapped after {@link ShmMemory#map}'s checks). Built during the handshake on the connection
  * manager's thread; once the connection starts, its queue pair uses the rings, and
- * {@link #close} frees all of it.
+ * {@link #close} frees all of it. Synchronized: the handshake's steps run on the manager's
+ * thread (or an application thread that accepts), and close may come from any thread.
  */
 final class ShmLink implements SameHostLink {
     /** The bytes of frames a ring holds. */
@@ -32,6 +33,8 @@ final class ShmLink implements SameHostLink {
     private SharedByteRing rxRing;
     /** The proven link to the peer (descriptors for rings and regions); null until exchanged. */
     private SameHostChannel channel;
+    /** Closed (from any thread, as the endpoint closes): no step takes or maps anything after it. */
+    private boolean closed;
 
     ShmLink(ShmMemory support) {
         this.support = support;
@@ -39,22 +42,22 @@ final class ShmLink implements SameHostLink {
     }
 
     @Override
-    public boolean ready() {
+    public synchronized boolean ready() {
         return channel != null && txMemory != null && rxRing != null;
     }
 
     @Override
-    public SameHostChannel channel() {
+    public synchronized SameHostChannel channel() {
         return channel;
     }
 
     @Override
-    public FrameRing rxRing() {
+    public synchronized FrameRing rxRing() {
         return rxRing;
     }
 
     @Override
-    public FrameRing txRing() {
+    public synchronized FrameRing txRing() {
         return new SharedByteRing(txMemory.segment());
     }
 
@@ -68,7 +71,10 @@ final class ShmLink implements SameHostLink {
     }
 
     @Override
-    public boolean offer(byte[] rendezvous, byte[] nonce) {
+    public synchronized boolean offer(byte[] rendezvous, byte[] nonce) {
+        if (closed) {
+            return false;
+        }
         SameHostChannel ch = support.connect(rendezvous);
         if (ch == null) {
             return false;   // logged: another user, another network namespace, or not a rendezvous
@@ -85,7 +91,10 @@ final class ShmLink implements SameHostLink {
     }
 
     @Override
-    public boolean join(byte[] nonce) {
+    public synchronized boolean join(byte[] nonce) {
+        if (closed) {
+            return false;
+        }
         SameHostChannel ch = support.arrived(nonce);
         if (ch == null) {
             Log.quietly(System.Logger.Level.INFO, "shm: the server said it opened a same-host channel, and no "
@@ -109,7 +118,10 @@ final class ShmLink implements SameHostLink {
     }
 
     @Override
-    public boolean takePeerRing() {
+    public synchronized boolean takePeerRing() {
+        if (closed) {
+            return false;
+        }
         SameHostChannel.Record r = channel == null ? null : channel.receive();
         if (r != null && r.kind() != SameHostChannel.RING && r.fd() >= 0) {
             Sockets.close(r.fd());
@@ -152,7 +164,8 @@ final class ShmLink implements SameHostLink {
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
+        closed = true;
         if (txMemory != null) {
             txMemory.close();
             txMemory = null;

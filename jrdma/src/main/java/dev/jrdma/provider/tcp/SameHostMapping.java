@@ -70,21 +70,35 @@ final class SameHostMapping {
             return false;
         }
         // Memory registered for local access only (the pool's chunks) is never mapped by a peer.
-        long[] where = support == null || r == null
-                || (r.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) == 0
-                ? null : support.locate(r.memory());
-        synchronized (qp.txLock) {
-            // The descriptor goes first, on the channel: it waits there when the frame arrives.
-            boolean sent = where != null && !qp.closed
-                    && peer.channel.send(SameHostChannel.MAP, f.rkey, where[1], r.memory().byteSize(), 0, (int) where[0]);
-            if (!sent) {
-                qp.frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, f.rkey, 0, 0, 0);
-            } else {
-                r.sharedWith(qp);
-                qp.frameHeader(MAP_RESPONSE, 0, 0, 0, r.access(), r.memory().address(), f.rkey, 0,
-                        r.memory().byteSize(), 0);
+        // Entered while its descriptor is found and sent: closing the region waits for that,
+        // so its memfd (and the descriptor number) cannot be freed and reused meanwhile.
+        boolean entered = support != null && r != null && r.memory().byteSize() > 0
+                && (r.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0
+                && r.enter();
+        try {
+            long[] where = entered ? support.locate(r.memory()) : null;
+            synchronized (qp.txLock) {
+                boolean sent = false;
+                if (where != null && !qp.closed) {
+                    // Listed first, then checked: a close either sees this peer (and sends it
+                    // UNMAP) or is seen here (and nothing is sent).
+                    r.sharedWith(qp);
+                    // The descriptor goes first, on the channel: it waits there when the frame arrives.
+                    sent = !r.isClosed() && peer.channel.send(SameHostChannel.MAP, f.rkey, where[1],
+                            r.memory().byteSize(), 0, (int) where[0]);
+                }
+                if (sent) {
+                    qp.frameHeader(MAP_RESPONSE, 0, 0, 0, r.access(), r.memory().address(), f.rkey, 0,
+                            r.memory().byteSize(), 0);
+                } else {
+                    qp.frameHeader(MAP_RESPONSE, 0, 1, 0, 0, 0, f.rkey, 0, 0, 0);
+                }
+                qp.finishTransmit();
             }
-            qp.finishTransmit();
+        } finally {
+            if (entered) {
+                r.exit();
+            }
         }
         return true;
     }

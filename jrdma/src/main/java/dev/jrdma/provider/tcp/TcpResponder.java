@@ -389,12 +389,12 @@ final class TcpResponder implements AutoCloseable {
      * READs and atomics waiting than it was granted: then the connection ends.
      */
     private boolean park() {
+        int granted = Math.max(1, qp.granted.responderResources());   // a requester keeps one in flight at least
         if ((f.type == READ_REQUEST || f.type == COMPARE_SWAP || f.type == FETCH_ADD)
-                && parked.readsAndAtomics() >= qp.granted.responderResources()) {
+                && parked.readsAndAtomics() >= granted) {
             // An honest requester has no more in flight than our responder resources (it holds
             // the rest until answers come, as max_rd_atomic does), and each parked one is unanswered.
-            qp.malformed("more than the " + qp.granted.responderResources()
-                    + " READs and atomics the handshake granted are waiting for answers");
+            qp.malformed("more than the " + granted + " READs and atomics the handshake granted are waiting for answers");
             return false;
         }
         if (!parked.fits(f.length)) {
