@@ -14,7 +14,8 @@ import java.nio.ByteOrder;
 
 /**
  * One connection's {@link SameHostLink}: the shared stream rings with a peer of this host, and
- * the proven channel they were exchanged on. This side writes its own ring (a sealed memfd made
+ * the proven channel they were exchanged on (the client's ring first, the server's once it has
+ * the client's: a rendezvous gets no descriptor before its owner claimed the handshake). This side writes its own ring (a sealed memfd made
  * here, handed to the peer as a descriptor) and reads the peer's (handed over the same way and
  * mapped after {@link ShmMemory#map}'s checks). Built during the handshake on the connection
  * manager's thread; once the connection starts, its queue pair uses the rings, and
@@ -39,11 +40,16 @@ final class ShmLink implements SameHostLink {
     ShmLink(ShmMemory support) {
         this.support = support;
         this.txMemory = support.allocate(SharedByteRing.HEADER + RING_BYTES);
+        if (txMemory != null) {
+            // The peer starts "asleep" on our ring: our first publish rings the doorbell. A client
+            // maps the server's ring only after the server sent it, and may be asleep by then.
+            new SharedByteRing(txMemory.segment()).arm();
+        }
     }
 
     @Override
     public synchronized boolean ready() {
-        return channel != null && txMemory != null && rxRing != null;
+        return channel != null && txMemory != null;
     }
 
     @Override
@@ -72,17 +78,15 @@ final class ShmLink implements SameHostLink {
 
     @Override
     public synchronized boolean offer(byte[] rendezvous, byte[] nonce) {
-        if (closed) {
+        if (closed || txMemory == null) {
             return false;
         }
         SameHostChannel ch = support.connect(rendezvous);
         if (ch == null) {
             return false;   // logged: another user, another network namespace, or not a rendezvous
         }
-        long[] ring = txLocation();
         ByteBuffer n = ByteBuffer.wrap(nonce).order(ByteOrder.LITTLE_ENDIAN);
-        if (ring == null || !ch.send(SameHostChannel.RING_OFFER, n.getLong(), n.getLong(), ring[1], ring[2],
-                (int) ring[0])) {
+        if (!ch.send(SameHostChannel.RING_OFFER, n.getLong(), n.getLong(), 0, 0, -1)) {
             ch.close();
             return false;
         }
@@ -101,16 +105,13 @@ final class ShmLink implements SameHostLink {
                     + "process of our user brought our nonce: the connection stays on tcp", null);
             return false;
         }
+        // The rendezvous let this channel through only with a RING_OFFER for our nonce and no descriptor.
         SameHostChannel.Record offer = ch.receive();
-        if (offer != null && offer.kind() != SameHostChannel.RING_OFFER && offer.fd() >= 0) {
+        if (offer != null && offer.fd() >= 0) {
             Sockets.close(offer.fd());
         }
-        long[] ring = txLocation();
-        boolean ok = offer != null && offer.kind() == SameHostChannel.RING_OFFER && mapPeerRing(offer)
-                && ring != null && ch.send(SameHostChannel.RING, 0, 0, ring[1], ring[2], (int) ring[0]);
-        if (!ok) {
+        if (offer == null || offer.kind() != SameHostChannel.RING_OFFER || offer.fd() >= 0 || !sendRing(ch)) {
             ch.close();
-            dropRxRing();
             return false;
         }
         channel = ch;
@@ -118,15 +119,43 @@ final class ShmLink implements SameHostLink {
     }
 
     @Override
-    public synchronized boolean takePeerRing() {
-        if (closed) {
+    public synchronized boolean acceptPeerRing() {
+        if (closed || channel == null) {
             return false;
         }
-        SameHostChannel.Record r = channel == null ? null : channel.receive();
-        if (r != null && r.kind() != SameHostChannel.RING && r.fd() >= 0) {
-            Sockets.close(r.fd());
+        return receivePeerRing() == 1 && sendRing(channel);
+    }
+
+    @Override
+    public synchronized int pollPeerRing() {
+        if (rxRing != null) {
+            return 1;
         }
-        return r != null && r.kind() == SameHostChannel.RING && mapPeerRing(r);
+        if (closed || channel == null) {
+            return -1;
+        }
+        return receivePeerRing();
+    }
+
+    /** Sends the ring this side writes on {@code ch}; false when it cannot go. */
+    private boolean sendRing(SameHostChannel ch) {
+        long[] ring = txLocation();
+        return ring != null && ch.send(SameHostChannel.RING, 0, 0, ring[1], ring[2], (int) ring[0]);
+    }
+
+    /** The peer's RING, if one waits: 1 mapped, 0 nothing yet, -1 something else or refused. */
+    private int receivePeerRing() {
+        SameHostChannel.Record r = channel.receive();
+        if (r == null) {
+            return 0;
+        }
+        if (r.kind() != SameHostChannel.RING) {
+            if (r.fd() >= 0) {
+                Sockets.close(r.fd());
+            }
+            return -1;
+        }
+        return mapPeerRing(r) ? 1 : -1;
     }
 
     /** Maps the peer's ring (it writes, this side reads) that {@code r} handed over; false when it cannot be. */

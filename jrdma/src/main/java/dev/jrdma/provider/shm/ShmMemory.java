@@ -148,6 +148,18 @@ final class ShmMemory implements TcpSameHost {
     }
 
     @Override
+    public byte[] newNonce() {
+        ShmRendezvous r;
+        synchronized (this) {
+            r = rendezvous;
+        }
+        if (r == null) {
+            throw new IllegalStateException("no rendezvous: rendezvousName() first");
+        }
+        return r.expect();
+    }
+
+    @Override
     public SameHostLink link() {
         return new ShmLink(this);
     }

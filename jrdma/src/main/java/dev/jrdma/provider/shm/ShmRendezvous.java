@@ -25,12 +25,20 @@ import java.util.Set;
  * Only connections of our own uid are kept (the kernel says whose they are); the rest are closed
  * and logged. A server connects and sends before it answers the client's HELLO, so when the
  * ACCEPT arrives the channel is in the kernel's queue or taken from it already: a drain takes
- * the whole queue. Bounded: at most {@link #MAX_WAITING} connections wait to be claimed (each
- * holds two descriptors), each for at most {@link #WAIT_NANOS}.
+ * the whole queue.
+ *
+ * <p>The name is no secret ({@code /proc/net/unix} lists it), and anyone may send a server a
+ * HELLO naming it, so servers of our uid may come with offers nobody here asked for. Only a
+ * nonce this side handed out ({@link #expect}) for a HELLO of its own, not yet used and not
+ * expired, is kept; any other offer, or one carrying a descriptor, is closed as it is read. A
+ * drain runs before every HELLO and at every ACCEPT, so unasked offers do not pile up in the
+ * kernel's queue between connects. Bounded: at most {@link #MAX_WAITING} connections wait
+ * (each holds one descriptor), each for at most {@link #WAIT_NANOS}, and at most
+ * {@link #MAX_EXPECTED} nonces.
  */
 final class ShmRendezvous implements AutoCloseable {
     static final String PREFIX = "jrdma-shm.";
-    static final int BACKLOG = 4096, MAX_WAITING = 4096;
+    static final int BACKLOG = 4096, MAX_WAITING = 4096, MAX_EXPECTED = 65536;
     static final long WAIT_NANOS = 10_000_000_000L;
     private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -39,6 +47,12 @@ final class ShmRendezvous implements AutoCloseable {
     private final int uid = UnixSockets.uid();
     /** Accepted connections whose first record has not come yet. */
     private final List<Waiting> unread = new ArrayList<>();
+    /** Nonces of our HELLOs whose offer has not come, with when they were handed out. */
+    private final Map<Nonce, Long> expected = new LinkedHashMap<>();
+    /** Offers refused since the last log line about them (unasked, or with a descriptor). */
+    private long refusedOffers;
+    private long refusedLoggedAt;
+    private long refusedTotal;
     /** Channels whose RING_OFFER came, by nonce, until a client endpoint claims them. */
     private final Map<Nonce, Waiting> byNonce = new LinkedHashMap<>();
     private final Set<Integer> reportedUids = new HashSet<>();
@@ -109,6 +123,24 @@ final class ShmRendezvous implements AutoCloseable {
         return new ShmChannel(fd, peer.pid());
     }
 
+    /** Client side: a fresh nonce for one HELLO; an offer is kept only if it brings one of these. */
+    synchronized byte[] expect() {
+        byte[] nonce = new byte[16];
+        RANDOM.nextBytes(nonce);
+        if (closed) {
+            return nonce;
+        }
+        drain();
+        ByteBuffer b = ByteBuffer.wrap(nonce).order(ByteOrder.LITTLE_ENDIAN);
+        expected.put(new Nonce(b.getLong(), b.getLong()), System.nanoTime());
+        if (expected.size() > MAX_EXPECTED) {
+            Iterator<Nonce> oldest = expected.keySet().iterator();
+            oldest.next();
+            oldest.remove();
+        }
+        return nonce;
+    }
+
     /** Client side: the channel a server opened with {@code nonce}, or null when none (of our uid) did. */
     synchronized ShmChannel arrived(byte[] nonce) {
         if (closed || nonce == null || nonce.length != 16) {
@@ -150,17 +182,23 @@ final class ShmRendezvous implements AutoCloseable {
                 continue;
             }
             it.remove();
-            if (r.kind() != SameHostChannel.RING_OFFER) {
+            Nonce nonce = new Nonce(r.a(), r.b());
+            if (r.kind() != SameHostChannel.RING_OFFER || r.fd() >= 0 || expected.remove(nonce) == null) {
                 if (r.fd() >= 0) {
                     Sockets.close(r.fd());
                 }
                 w.channel.close();
+                refused(now);
                 continue;
             }
             w.channel.pushBack(r);
-            Waiting old = byNonce.put(new Nonce(r.a(), r.b()), new Waiting(w.channel, now));
-            if (old != null) {
-                old.channel.close();
+            byNonce.put(nonce, new Waiting(w.channel, now));
+        }
+        for (Iterator<Long> it = expected.values().iterator(); it.hasNext(); ) {
+            if (now - it.next() > WAIT_NANOS) {
+                it.remove();
+            } else {
+                break;   // in the order handed out
             }
         }
         for (Iterator<Waiting> it = byNonce.values().iterator(); it.hasNext(); ) {
@@ -181,6 +219,24 @@ final class ShmRendezvous implements AutoCloseable {
         }
     }
 
+    /** Counts a refused offer; says so at most once a minute (a flood must not flood the log). */
+    private void refused(long now) {
+        refusedOffers++;
+        refusedTotal++;
+        if (refusedLoggedAt == 0 || now - refusedLoggedAt > 60_000_000_000L) {
+            refusedLoggedAt = now;
+            Log.quietly(System.Logger.Level.INFO, "shm: refused " + refusedOffers + " offer(s) at our rendezvous "
+                    + "that brought no nonce of ours (or a descriptor): a server was sent a HELLO naming us by "
+                    + "someone else, or is not jrdma", null);
+            refusedOffers = 0;
+        }
+    }
+
+    /** Offers refused so far: for tests. */
+    synchronized long refusedOffers() {
+        return refusedTotal;
+    }
+
     @Override
     public synchronized void close() {
         if (closed) {
@@ -192,5 +248,6 @@ final class ShmRendezvous implements AutoCloseable {
         byNonce.values().forEach(w -> w.channel.close());
         unread.clear();
         byNonce.clear();
+        expected.clear();
     }
 }

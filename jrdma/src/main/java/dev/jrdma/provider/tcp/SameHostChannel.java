@@ -8,9 +8,10 @@ package dev.jrdma.provider.tcp;
  * receiver finds the record waiting when the frame arrives (a Unix socket queues at the send).
  *
  * <p>Records: {@link #RING_OFFER} (server to client, at the handshake: the nonce of the client's
- * HELLO, then the offset and size of the server's stream ring in the fd), {@link #RING} (client
- * to server: its own ring) and {@link #MAP} (an answer to MAP_REQUEST: key, offset and length in
- * the fd).
+ * HELLO and nothing else: no descriptor goes to a rendezvous before its owner claimed the
+ * nonce), {@link #RING} (each side's stream ring: offset and size in the fd; the client's first,
+ * the server's after it took the client's) and {@link #MAP} (an answer to MAP_REQUEST: key,
+ * offset and length in the fd).
  */
 public interface SameHostChannel extends AutoCloseable {
     long RING_OFFER = 1, RING = 2, MAP = 3;

@@ -11,22 +11,38 @@ package dev.jrdma.provider.tcp;
  *
  * <pre>
  *  client                                          server
- *    HELLO (rendezvous, nonce) ------------------>   {@link #offer}: connect, prove, send our ring
- *    {@link #join}: find it by nonce, map, send ours <--------- ACCEPT (offered)
- *    READY_TO_USE (rings) ----------------------->   {@link #takePeerRing}: map the client's ring
+ *    HELLO (rendezvous, nonce) ------------------>   {@link #offer}: connect, prove, send the nonce
+ *    {@link #join}: find it by nonce, send our ring <-------- ACCEPT (offered)
+ *    READY_TO_USE (rings) ----------------------->   {@link #acceptPeerRing}: map the client's ring,
+ *    {@link #pollPeerRing}: map the server's ring                      send ours
  * </pre>
+ *
+ * No descriptor goes to a rendezvous before its owner showed, by answering with its own ring
+ * for the nonce, that it is the client of this handshake: anyone may name any rendezvous in a
+ * HELLO, and a server must not push memory (or descriptors in flight, which the kernel counts
+ * against our user) into a process that never asked for it.
  */
 public interface SameHostLink extends AutoCloseable {
-    /** Server: proves itself at the client's rendezvous and sends our ring with the client's nonce; false: no link. */
+    /** Server: proves itself at the client's rendezvous and sends the client's nonce (no descriptor); false: no link. */
     boolean offer(byte[] rendezvous, byte[] nonce);
 
-    /** Client: takes the channel a server opened with our nonce, maps its ring and sends ours; false: no link (logged). */
+    /** Client: takes the channel a server opened with our nonce and sends our ring; false: no link (logged). */
     boolean join(byte[] nonce);
 
-    /** Server: READY_TO_USE said rings, so the client's ring must be waiting on the channel; false: it is not. */
-    boolean takePeerRing();
+    /**
+     * Server: READY_TO_USE said rings, so the client's ring must be waiting on the channel: maps
+     * it and sends ours; false when it is not there or refused.
+     */
+    boolean acceptPeerRing();
 
-    /** Whether the link is complete: both rings in place and the channel proven. */
+    /**
+     * Client, once the connection runs: the server's ring, which it sends after our READY_TO_USE.
+     * 1: mapped now (or before), 0: not there yet, -1: what came is refused (the connection ends).
+     * Non-blocking.
+     */
+    int pollPeerRing();
+
+    /** Whether the link is in place: the channel proven, our ring made (the client maps the server's later). */
     boolean ready();
 
     /** The proven channel (for the descriptors of regions the peer maps); valid once {@link #ready}. */
@@ -35,7 +51,7 @@ public interface SameHostLink extends AutoCloseable {
     /** The ring this side writes. */
     FrameRing txRing();
 
-    /** The peer's ring, which this side reads. */
+    /** The peer's ring, which this side reads; null until it is mapped. */
     FrameRing rxRing();
 
     /** Frees both rings and closes the channel (the peer sees it end). */

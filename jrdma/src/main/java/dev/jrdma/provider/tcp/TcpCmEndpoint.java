@@ -13,7 +13,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
-import java.security.SecureRandom;
 import java.util.Arrays;
 import java.util.function.Consumer;
 
@@ -23,7 +22,6 @@ import java.util.function.Consumer;
  * manager's thread; {@link #disconnect} and {@link #close} may come from any thread.
  */
 final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
-    private static final SecureRandom RANDOM = new SecureRandom();
 
     enum Phase { CONNECTING, HELLO_SENT, AWAITING_HELLO, REQUESTED, ACCEPT_SENT, ESTABLISHED, DONE }
 
@@ -200,7 +198,7 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
             throw new IllegalArgumentException("a READY_TO_USE of " + lastBody.length + " bytes");
         }
         usingRings = lastBody[0] == 1;
-        if (usingRings && !(sameHostOffered && qp.takePeerRing())) {
+        if (usingRings && !(sameHostOffered && qp.acceptPeerRing())) {
             throw new IllegalArgumentException(sameHostOffered
                     ? "READY_TO_USE says the rings are in use, and the client's ring was not handed over "
                             + "as a sealed memfd on the same-host channel"
@@ -242,7 +240,7 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         try {
             byte[] name = support.rendezvousName();
             if (name.length > 0) {
-                RANDOM.nextBytes(nonce);
+                System.arraycopy(support.newNonce(), 0, nonce, 0, nonce.length);
             }
             return name;
         } catch (RuntimeException e) {
@@ -414,7 +412,7 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         phase = Phase.ACCEPT_SENT;
         manager.track(this);
         manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
-        // A client that may share this host named its rendezvous: prove ourselves there and send our ring.
+        // A client that may share this host named its rendezvous: prove ourselves there and send its nonce.
         sameHostOffered = sameHost() && peerHello.rendezvous().length > 0
                 && qp.offerRing(peerHello.rendezvous(), peerHello.nonce());
         send(TcpHandshake.hello(TcpHandshake.ACCEPT, qpSpec, manager.bootId(), new byte[0], new byte[16],

@@ -30,16 +30,17 @@ import java.util.Arrays;
  * never a proof), a rendezvous name ({@link #NAME_BYTES} bytes, NUL-padded; HELLO: the client's
  * same-host rendezvous socket, empty for none), a nonce (16 bytes; HELLO: the one a server of this
  * host must present there), flags (u32; ACCEPT: {@link #SAME_HOST_OFFERED}, the server opened a
- * channel to the rendezvous and sent its ring there, see {@link TcpSameHost}), the private data
+ * channel to the rendezvous and sent the nonce there, see {@link TcpSameHost}), the private data
  * length (u32) and the private data. A REJECT body is the private data alone. READY_TO_USE has
- * one byte: 1 when the client mapped the server's ring and sent its own on that channel; the
- * frames that follow go through the rings instead of the socket.
+ * one byte: 1 when the client sent its ring on that channel; the server then maps it and sends
+ * its own there before any frame, and the frames that follow go through the rings instead of
+ * the socket. Version 3: no descriptor goes to a rendezvous before its owner sent its ring.
  * Every length is checked against {@link #MAX_PRIVATE_DATA} before anything is read.
  */
 final class TcpHandshake {
     static final int HEADER_SIZE = 16;
     static final int MAGIC = 0x4D44524A;   // "JRDM" read little-endian
-    static final byte VERSION = 2;
+    static final byte VERSION = 3;
     static final byte HELLO = 1, ACCEPT = 2, REJECT = 3, READY_TO_USE = 4;
     /** The most private data a request or answer carries. */
     static final int MAX_PRIVATE_DATA = 4096;

@@ -154,19 +154,35 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
-    /** Server, at ACCEPT: proves itself at the client's rendezvous and offers our ring (see {@link SameHostLink#offer}). */
+    /** Server, at ACCEPT: proves itself at the client's rendezvous and sends its nonce (see {@link SameHostLink#offer}). */
     boolean offerRing(byte[] rendezvous, byte[] nonce) {
         return rings != null && rings.offer(rendezvous, nonce);
     }
 
-    /** Client, at an ACCEPT that offers rings: maps the server's and sends ours (see {@link SameHostLink#join}). */
+    /** Client, at an ACCEPT that offers rings: takes the channel and sends our ring (see {@link SameHostLink#join}). */
     boolean joinSameHost(byte[] nonce) {
         return rings != null && rings.join(nonce);
     }
 
-    /** Server, at READY_TO_USE saying rings: the client's ring must be waiting on the channel. */
-    boolean takePeerRing() {
-        return rings != null && rings.takePeerRing();
+    /** Server, at READY_TO_USE saying rings: the client's ring must be waiting on the channel; ours goes back. */
+    boolean acceptPeerRing() {
+        return rings != null && rings.acceptPeerRing();
+    }
+
+    /**
+     * Ring mode without the peer's ring yet (a client: the server sends it after our
+     * READY_TO_USE, before any frame): maps it if it came. True when there is one to read.
+     */
+    boolean awaitPeerRing() {
+        int got = rings == null ? -1 : rings.pollPeerRing();
+        if (got < 0) {
+            malformed("the server's ring was not handed over as a sealed memfd on the same-host channel");
+            return false;
+        }
+        if (got > 0) {
+            rxRing = rings.rxRing();
+        }
+        return rxRing != null;
     }
 
     /**
@@ -174,7 +190,7 @@ final class TcpQueuePair implements QueuePair {
      * the flag back when it rings; this side never clears it (see TcpCompletionQueue.armed).
      */
     void armRing() {
-        if (ringMode && !closed) {
+        if (ringMode && !closed && rxRing != null) {   // none yet: the server's first write rings anyway
             rxRing.arm();
             nextSocketCheck = 0;   // the first pass after the sleep reads the doorbell (or EOF) that ended it
         }

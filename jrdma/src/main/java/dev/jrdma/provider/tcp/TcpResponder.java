@@ -244,6 +244,9 @@ final class TcpResponder implements AutoCloseable {
         if (!qp.ringMode) {
             return Sockets.recv(qp.fd, address, length);
         }
+        if (qp.rxRing == null && !qp.awaitPeerRing()) {
+            return -Errno.EAGAIN;
+        }
         long n = qp.rxRing.read(address, length);
         if (n < 0) {
             qp.malformed("the peer's ring positions are impossible");

@@ -15,8 +15,8 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>The handshake ({@link SameHostLink}): the client's HELLO names its rendezvous socket and a
  * nonce; a server of this host connects there (the kernel tells it the listener's uid), sends the
- * nonce and its ring, and says so in ACCEPT; the client finds that channel by the nonce (the
- * kernel tells it the connector's uid), maps the ring, and sends its own. A peer on another host
+ * nonce, and says so in ACCEPT; the client finds that channel by the nonce (the kernel tells it
+ * the connector's uid) and sends its ring; the server maps it and sends its own. A peer on another host
  * can name any socket and nonce it likes: it reaches only a process of our own uid, which is
  * trusted, and gets no channel of its own.
  */
@@ -40,6 +40,12 @@ public interface TcpSameHost {
 
     /** The name of this side's rendezvous socket, for the HELLO; empty when there is none. */
     byte[] rendezvousName();
+
+    /**
+     * A fresh nonce for one HELLO, which the rendezvous now expects: a server that brings any
+     * other is turned away at once. Expected for a few seconds, and once.
+     */
+    byte[] newNonce();
 
     /** A link for one new connection, with its ring made now; proven (or dropped) during the handshake. */
     SameHostLink link();

@@ -93,8 +93,9 @@ class SameHostProofTest {
      * A peer of our own uid proves itself (it listens on a rendezvous the target connects to) and
      * then hands over, as its ring, what no honest peer would: a regular file (the canary), a memfd
      * whose size can change, or a sealed memfd smaller than the ring it announces. The target first
-     * hands over its own ring, a sealed memfd, with the nonce; then refuses the peer's, ends the
-     * connection, and maps nothing of it; the canary is unchanged byte for byte.
+     * sends the nonce, and no descriptor (its ring goes only to a client that sent its own); then
+     * refuses the peer's, ends the connection without sending its ring, and maps nothing of it;
+     * the canary is unchanged byte for byte.
      */
     @ParameterizedTest
     @ValueSource(strings = {"regular file", "unsealed memfd", "short sealed memfd", "no descriptor"})
@@ -126,11 +127,7 @@ class SameHostProofTest {
             assertEquals(SameHostChannel.RING_OFFER, record.get(JAVA_LONG, 0));
             assertEquals(n.getLong(), record.get(JAVA_LONG, 8), "the offer carries our nonce");
             assertEquals(n.getLong(), record.get(JAVA_LONG, 16));
-            assertTrue(offer.fd() >= 0, "the target's ring comes as a descriptor");
-            int seals = Memfd.seals(offer.fd());
-            assertEquals(Memfd.SIZE_SEALS, seals & Memfd.SIZE_SEALS, "the target's ring is a memfd sealed against resizing");
-            assertTrue(Memfd.size(offer.fd()) >= record.get(JAVA_LONG, 24) + record.get(JAVA_LONG, 32));
-            Sockets.close(offer.fd());
+            assertEquals(-1, offer.fd(), "no descriptor goes to a rendezvous before its owner claimed the nonce");
 
             int bad = switch (what) {
                 case "regular file" -> fdOf(canary);
@@ -147,6 +144,8 @@ class SameHostProofTest {
             }
             p.writeFully(ByteBuffer.wrap(TcpHandshake.readyToUse(true)), 5_000);
             assertTrue(p.closedWithin(2_000), "the peer's ring was refused: the connection ends");
+            UnixSockets.Received after = UnixSockets.receive(unix, record);
+            assertTrue(after.fd() < 0 && after.length() <= 0, "the target sent nothing more, no ring: " + after);
             String said = Files.readString(log);
             assertTrue(said.contains("the client's ring was not handed over as a sealed memfd"),
                     "the target ended the connection because it refused the ring: " + said);
@@ -157,6 +156,66 @@ class SameHostProofTest {
             if (unix >= 0) {
                 Sockets.close(unix);
             }
+            Sockets.close(listening);
+        }
+    }
+
+    /**
+     * The honest order, seen from the wire: the target (a server) sends the nonce alone; only
+     * after this client sent its ring (a sealed memfd) and READY_TO_USE does the target's ring
+     * come, as a memfd sealed against resizing that holds what it announces.
+     */
+    @Test
+    @Timeout(60)
+    void theServersRingGoesOnlyToAClientThatSentItsOwn() throws Exception {
+        byte[] name = rendezvousName();
+        int listening = UnixSockets.listen(name, 4);
+        int unix = -1;
+        int ours = Memfd.createSealed("jrdma", RING_SIZE);
+        try (HostilePeerTest.Target target = HostilePeerTest.Target.start("shm");
+             RawPeer p = RawPeer.open(target.address);
+             Arena arena = Arena.ofConfined()) {
+            byte[] nonce = randomNonce();
+            TcpHandshake.Hello accept = hello(p, name, nonce);
+            assertEquals(TcpHandshake.SAME_HOST_OFFERED, accept.flags());
+            unix = Sockets.accept(listening);
+            assertTrue(unix >= 0, "the target connected to the rendezvous before its ACCEPT");
+            MemorySegment record = arena.allocate(40, 8);
+            UnixSockets.Received offer = UnixSockets.receive(unix, record);
+            assertEquals(40, offer.length());
+            assertEquals(SameHostChannel.RING_OFFER, record.get(JAVA_LONG, 0));
+            assertEquals(-1, offer.fd(), "the offer carries the nonce, no descriptor");
+            assertTrue(UnixSockets.receive(unix, record).length() < 0, "nothing more before our ring");
+
+            record.fill((byte) 0);
+            record.set(JAVA_LONG, 0, SameHostChannel.RING);
+            record.set(JAVA_LONG, 32, RING_SIZE);
+            assertEquals(40, UnixSockets.send(unix, record, ours));
+            p.writeFully(ByteBuffer.wrap(TcpHandshake.readyToUse(true)), 5_000);
+            UnixSockets.Received ring = null;
+            for (long until = System.nanoTime() + 5_000_000_000L; System.nanoTime() < until; ) {
+                ring = UnixSockets.receive(unix, record);
+                if (ring.length() != -dev.jrdma.os.Errno.EAGAIN) {
+                    break;
+                }
+                Thread.onSpinWait();
+            }
+            assertEquals(40, ring.length(), "the target's ring came after ours");
+            assertEquals(SameHostChannel.RING, record.get(JAVA_LONG, 0));
+            assertTrue(ring.fd() >= 0, "the target's ring comes as a descriptor");
+            try {
+                assertEquals(Memfd.SIZE_SEALS, Memfd.seals(ring.fd()) & Memfd.SIZE_SEALS,
+                        "the target's ring is a memfd sealed against resizing");
+                assertTrue(Memfd.size(ring.fd()) >= record.get(JAVA_LONG, 24) + record.get(JAVA_LONG, 32),
+                        "the memfd holds the ring it announces");
+            } finally {
+                Sockets.close(ring.fd());
+            }
+        } finally {
+            if (unix >= 0) {
+                Sockets.close(unix);
+            }
+            Sockets.close(ours);
             Sockets.close(listening);
         }
     }
