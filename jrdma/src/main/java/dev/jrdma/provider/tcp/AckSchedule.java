@@ -59,7 +59,7 @@ final class AckSchedule {
         }
         synchronized (qp.txLock) {
             long a = ready;
-            if (a > sent && !qp.closed && qp.started) {
+            if (a > sent && !qp.state.closed() && qp.state.started()) {
                 sent = a;
                 qp.frameHeader(ACK, 0, 0, 0, a, 0, 0, 0, 0, 0);
                 qp.finishTransmit();

@@ -49,7 +49,7 @@ final class SameHostMapping {
         synchronized (qp.txLock) {
             // Direct operations run under the transmit lock: none is under way, none comes after.
             peer.remove(rkey);
-            if (!qp.closed) {
+            if (!qp.state.closed()) {
                 qp.frameHeader(UNMAP_ACK, 0, 0, 0, 0, 0, rkey, 0, 0, 0);
                 qp.finishTransmit();
             }
@@ -79,7 +79,7 @@ final class SameHostMapping {
             long[] where = entered ? support.locate(r.memory()) : null;
             synchronized (qp.txLock) {
                 boolean sent = false;
-                if (where != null && !qp.closed) {
+                if (where != null && !qp.state.closed()) {
                     // Listed first, then checked: a close either sees this peer (and sends it
                     // UNMAP) or is seen here (and nothing is sent).
                     r.sharedWith(qp);
@@ -146,7 +146,7 @@ final class SameHostMapping {
             return true;   // refused (logged): the region stays on the socket
         }
         synchronized (qp.txLock) {
-            if (qp.closed) {
+            if (qp.state.closed()) {
                 a.close();
                 return true;
             }
@@ -164,7 +164,7 @@ final class SameHostMapping {
     boolean sendUnmap(TcpMemoryRegistration r) {
         synchronized (qp.txLock) {
             SameHostPeer peer = qp.sameHost;
-            if (!qp.closed && qp.started && !qp.peerGoneReported && peer != null) {
+            if (!qp.state.closed() && qp.state.started() && !qp.state.peerGone() && peer != null) {
                 peer.awaitUnmap(r);
                 qp.frameHeader(UNMAP, 0, 0, 0, 0, 0, r.rkey(), 0, 0, 0);
                 qp.finishTransmit();

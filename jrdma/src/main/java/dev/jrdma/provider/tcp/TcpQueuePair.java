@@ -57,12 +57,8 @@ final class TcpQueuePair implements QueuePair {
     final QueuePairSpec granted;
     private final Events events;
 
-    volatile boolean started;
-    private volatile boolean errorRequested;
-    volatile boolean inError;
-    volatile boolean closed;
-    boolean peerGoneReported;
-    private boolean failedInternally;
+    /** Where the QP and its socket are (see {@link QueuePairState}: who moves which, and in which order). */
+    final QueuePairState state = new QueuePairState();
 
     // ---- same host (shm): the peer's regions mapped here (null: not a peer of this host)
     volatile SameHostPeer sameHost;
@@ -147,7 +143,7 @@ final class TcpQueuePair implements QueuePair {
         } else if (rings != null) {
             rings.close();
         }
-        started = true;
+        state.start();
         if (cq.channel != null) {
             cq.channel.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP, true);
             cq.channel.wake();
@@ -190,7 +186,7 @@ final class TcpQueuePair implements QueuePair {
      * the flag back when it rings; this side never clears it (see TcpCompletionQueue.armed).
      */
     void armRing() {
-        if (ringMode && !closed && rxRing != null) {   // none yet: the server's first write rings anyway
+        if (ringMode && !state.closed() && rxRing != null) {   // none yet: the server's first write rings anyway
             rxRing.arm();
             nextSocketCheck = 0;   // the first pass after the sleep reads the doorbell (or EOF) that ended it
         }
@@ -237,14 +233,14 @@ final class TcpQueuePair implements QueuePair {
 
     /** After queueing: send, and watch for room when the socket did not take everything. */
     void finishTransmit() {
-        if (closed) {
+        if (state.closed()) {
             return;   // the transmitter is freed; a post after close was refused already
         }
         boolean done = tx.flush();
         if (ringMode) {
             return;   // room in the ring comes with a doorbell from the peer (the FrameRing's "producer waits")
         }
-        if (cq.channel != null && started && done == watchingOut) {
+        if (cq.channel != null && state.started() && done == watchingOut) {
             watchingOut = !done;
             cq.channel.watch(fd, (responder.deferred() ? 0 : Sockets.EPOLLIN | Sockets.EPOLLRDHUP) | (watchingOut ? Sockets.EPOLLOUT : 0),
                     false);
@@ -253,7 +249,7 @@ final class TcpQueuePair implements QueuePair {
 
     @Override
     public int postRecv(long wrId, long localAddr, int length, int lkey) {
-        if (closed) {
+        if (state.closed()) {
             return Errno.EINVAL;
         }
         if (length > 0 && registrations.check(lkey, localAddr, length, AccessFlags.LOCAL_WRITE, null) == null) {
@@ -271,12 +267,12 @@ final class TcpQueuePair implements QueuePair {
 
     @Override
     public int queryState() {
-        return inError || errorRequested ? STATE_ERR : started ? STATE_RTS : STATE_INIT;
+        return state.verbsState();
     }
 
     @Override
     public void moveToError() {
-        errorRequested = true;
+        state.requestError();
         if (cq.channel != null) {
             cq.channel.wake();
         }
@@ -304,19 +300,19 @@ final class TcpQueuePair implements QueuePair {
 
     /** Reads and applies what the socket has, sends what waits; on the thread polling the CQ. */
     void progress() {
-        if (closed) {
+        if (state.closed()) {
             return;
         }
-        if (errorRequested && !inError) {
+        if (state.errorRequested() && !state.inError()) {
             enterError();
         }
-        if (failedInternally) {
+        if (state.failed()) {
             return;   // what threw is not tried again; the owner closes the connection
         }
         if (FAULT_INJECTION && progressFault != null) {
             progressFault.accept(this);
         }
-        if (!started) {
+        if (!state.started()) {
             return;
         }
         if (!tx.idle()) {
@@ -329,7 +325,7 @@ final class TcpQueuePair implements QueuePair {
                     : "sending failed: " + Errno.name(tx.failedErrno()) + " (" + Errno.describe(tx.failedErrno()) + ")");
         }
         requester.completeReady();
-        if (!peerGoneReported && ringMode) {
+        if (!state.peerGone() && ringMode) {
             responder.receive();
             if ((++socketSkips & 7) == 0) {
                 long now = System.nanoTime();
@@ -337,12 +333,12 @@ final class TcpQueuePair implements QueuePair {
                     nextSocketCheck = drainSocket() ? 0 : now + RING_SOCKET_CHECK_NANOS;
                 }
             }
-            if (!peerGoneReported) {
+            if (!state.peerGone()) {
                 responder.sendAck();
             }
             return;
         }
-        if (!peerGoneReported) {
+        if (!state.peerGone()) {
             if (sameHost != null && responder.idle()) {
                 // One-sided traffic bypasses the socket; look at it every 2 us, not every pass
                 // (a recv per pass would be most of a busy IO thread's time); and read the clock
@@ -473,7 +469,9 @@ final class TcpQueuePair implements QueuePair {
 
     /** QP in error: every request and receive outstanding completes flushed. On the progress thread. */
     void enterError() {
-        inError = true;
+        if (!state.enterError()) {
+            return;
+        }
         requester.flush();
         while (!rq.isEmpty()) {
             cq.add(rq.take(), WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
@@ -487,10 +485,13 @@ final class TcpQueuePair implements QueuePair {
      * outstanding with the disconnect as the known cause.
      */
     void gone(String reason) {
-        if (peerGoneReported) {
-            return;
+        if (state.gone()) {
+            reportGone(reason);
         }
-        peerGoneReported = true;
+    }
+
+    /** The transport just ended: the one report of it. */
+    private void reportGone(String reason) {
         LOG.log(System.Logger.Level.DEBUG, "tcp QP {0}: {1}", qpNum, reason);
         responder.releasePayload();
         if (cq.channel != null) {
@@ -505,16 +506,18 @@ final class TcpQueuePair implements QueuePair {
      * is applied; its operations complete flushed, with the cause), and the thread goes on.
      */
     void failInternally(Throwable t) {
-        if (failedInternally) {
+        QueuePairState.Transport was = state.fail();   // progress does nothing more: what threw is not tried again
+        if (was == QueuePairState.Transport.FAILED) {
             return;
         }
-        failedInternally = true;   // progress does nothing more: what threw is not tried again
         INTERNAL_FAILURES.incrementAndGet();
         try {
             responder.releasePayload();
             Sockets.shutdown(fd, Sockets.SHUT_RDWR);
         } finally {
-            gone("internal error: " + t);
+            if (was.compareTo(QueuePairState.Transport.GONE) < 0) {
+                reportGone("internal error: " + t);
+            }
             Log.quietly(System.Logger.Level.ERROR, "tcp QP " + qpNum + ": failed on the IO thread; only this connection"
                     + " ends", t);
         }
@@ -537,7 +540,7 @@ final class TcpQueuePair implements QueuePair {
     /** Tells the peer we disconnect, after what is queued; any thread. */
     void sendDisconnect() {
         synchronized (txLock) {
-            if (closed || !started) {
+            if (state.closed() || !state.started()) {
                 return;
             }
             frameHeader(DISCONNECT, 0, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -560,13 +563,12 @@ final class TcpQueuePair implements QueuePair {
     /** Frees the QP (not the socket: its endpoint closes that). On the progress thread, or once it no longer polls. */
     void close() {
         synchronized (txLock) {
-            if (closed) {
+            if (!state.close()) {
                 return;
             }
-            closed = true;
             registrations.removeDirectUser(this);
             cq.detach(this);
-            if (cq.channel != null && started && !peerGoneReported) {
+            if (cq.channel != null && state.started() && !state.peerGone()) {
                 cq.channel.unwatch(fd);
             }
             tx.close();

@@ -165,7 +165,7 @@ final class TcpRequester {
     /** Records one request in the send ring and queues its frame (or does it directly); under the transmit lock. */
     private int queue(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
                       int rkey, long compareAdd, long swap, int imm) {
-        if (qp.closed) {
+        if (qp.state.closed()) {
             return Errno.EINVAL;
         }
         long pos = sqTail + 1;
@@ -192,7 +192,7 @@ final class TcpRequester {
         TcpMemoryRegistration local = length == 0 ? null
                 : qp.registrations.check(lkey, localAddr, atomic ? 8 : length, needLocal, null);
         sqLocalError[i] = length != 0 && local == null ? WorkCompletion.LOC_PROT_ERR : 0;
-        if (sqLocalError[i] != 0 || sqBroken || qp.inError) {
+        if (sqLocalError[i] != 0 || sqBroken || qp.state.inError()) {
             return notSent(pos);   // RC: the bad request and everything after it complete in error
         }
         sqRemote[i] = remoteAddr;
@@ -375,12 +375,12 @@ final class TcpRequester {
                 if (!sqHeld[i]) {
                     continue;
                 }
-                if (!sqBroken && !qp.inError && awaitsAnswers(sqOpcode[i], sqLength[i])) {
+                if (!sqBroken && !qp.state.inError() && awaitsAnswers(sqOpcode[i], sqLength[i])) {
                     qp.finishTransmit();
                     return;   // this and the held ones after it wait for READ answers (switching stays on)
                 }
                 sqHeld[i] = false;
-                if (sqBroken || qp.inError) {
+                if (sqBroken || qp.state.inError()) {
                     if (sqLocalError[i] == 0) {
                         sqLocalError[i] = WorkCompletion.WR_FLUSH_ERR;
                     }
@@ -492,7 +492,7 @@ final class TcpRequester {
      */
     void completeReady() {
         long tail = sqTail;
-        while (sqHead < tail && !qp.inError) {
+        while (sqHead < tail && !qp.state.inError()) {
             int i = (int) sqHead & sqMask;
             if (sqLocalError[i] != 0) {
                 sqHead = sqHead + 1;

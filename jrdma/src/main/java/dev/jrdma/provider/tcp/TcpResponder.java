@@ -123,7 +123,7 @@ final class TcpResponder implements AutoCloseable {
         }
         rnrWaitSent = now;
         synchronized (qp.txLock) {
-            if (!qp.closed) {
+            if (!qp.state.closed()) {
                 qp.frameHeader(RNR_WAIT, 0, 0, 0, f.seq, 0, 0, 0, 0, 0);
                 qp.finishTransmit();
             }
@@ -175,7 +175,7 @@ final class TcpResponder implements AutoCloseable {
             replayParked();
         }
         int frames = 0;
-        for (int reads = 0; reads < READS_PER_PROGRESS && frames < FRAMES_PER_PROGRESS && !qp.peerGoneReported
+        for (int reads = 0; reads < READS_PER_PROGRESS && frames < FRAMES_PER_PROGRESS && !qp.state.peerGone()
                 && !deferred; ) {
             if (inFrame) {
                 int buffered = rxEnd - rxStart;
@@ -312,7 +312,7 @@ final class TcpResponder implements AutoCloseable {
         }
         if ((f.flags & FLAG_ACK_PIGGYBACK) != 0 && f.type != COMPARE_SWAP) {
             qp.requester.retire(f.swap, true);
-            if (qp.peerGoneReported) {
+            if (qp.state.peerGone()) {
                 return;
             }
         }
@@ -369,7 +369,7 @@ final class TcpResponder implements AutoCloseable {
         if (!parked.isEmpty()) {
             replayParked();
         }
-        if (qp.peerGoneReported) {
+        if (qp.state.peerGone()) {
             return false;
         }
         deferred = false;
@@ -378,7 +378,7 @@ final class TcpResponder implements AutoCloseable {
         if (deferred) {
             return false;
         }
-        if (!qp.ringMode && !qp.peerGoneReported) {
+        if (!qp.ringMode && !qp.state.peerGone()) {
             qp.watchIn(true);
         }
         return true;
@@ -423,7 +423,7 @@ final class TcpResponder implements AutoCloseable {
 
     /** Applies parked requests in order, as far as receives are posted for the SENDs among them. */
     private void replayParked() {
-        for (int n = 0; n < FRAMES_PER_PROGRESS && !parked.isEmpty() && !qp.peerGoneReported; n++) {
+        for (int n = 0; n < FRAMES_PER_PROGRESS && !parked.isEmpty() && !qp.state.peerGone(); n++) {
             ParkedRequests.Parked p = parked.first();
             load(p.header);
             if (!refusing && holdsAnswer()) {
@@ -457,7 +457,7 @@ final class TcpResponder implements AutoCloseable {
      * false while a SEND waits for a receive (the frame stays current), or when the connection ended.
      */
     private boolean continueFrame() {
-        if (qp.peerGoneReported) {
+        if (qp.state.peerGone()) {
             return false;
         }
         if (f.isRequest()) {
@@ -471,7 +471,7 @@ final class TcpResponder implements AutoCloseable {
 
     /** A request of the peer's: applied, refused, or (a SEND without a receive) parked or waiting. */
     private boolean continueRequest() {
-        if (qp.inError && !refusing) {
+        if (qp.state.inError() && !refusing) {
             // An RC QP in error answers nothing and its peer's request times out; say so at once.
             refuse(WorkCompletion.RETRY_EXC_ERR, typeName(f.type), "this side's queue pair is in error");
         }
@@ -577,7 +577,7 @@ final class TcpResponder implements AutoCloseable {
             parked.filled();   // read whole; applied in order by replayParked
             return;
         }
-        if (qp.peerGoneReported) {
+        if (qp.state.peerGone()) {
             return;
         }
         switch (f.type) {
