@@ -128,24 +128,22 @@ final class QueuePairState {
     }
 
     private boolean advanceQp(Qp to) {
-        while (true) {
-            Qp was = qp;
-            if (was.compareTo(to) >= 0) {
-                return false;
-            }
-            if (QP.compareAndSet(this, was, to)) {
-                return true;
-            }
-        }
+        return advance(QP, to);
     }
 
     private boolean advanceTransport(Transport to) {
+        return advance(TRANSPORT, to);
+    }
+
+    /** Moves {@code field} forward to {@code to}; false when it is there or past it already. */
+    @SuppressWarnings("unchecked")
+    private <E extends Enum<E>> boolean advance(VarHandle field, E to) {
         while (true) {
-            Transport was = transport;
+            E was = (E) field.getVolatile(this);
             if (was.compareTo(to) >= 0) {
                 return false;
             }
-            if (TRANSPORT.compareAndSet(this, was, to)) {
+            if (field.compareAndSet(this, was, to)) {
                 return true;
             }
         }
