@@ -64,24 +64,12 @@ final class TcpRequester {
     private int firstUnposted;
 
 
-    /**
-     * A silent peer is detected as on verbs: a request the peer has not answered within
-     * {@code (retryCount + 1) x 4.096 us x 2^ackTimeout} fails with RETRY_EXC_ERR and the queue
-     * pair goes to error. (TCP alone does not notice a peer that is stopped or wedged: its
-     * kernel goes on acknowledging.) With ackTimeout -1 (the connection manager's own on
-     * verbs) the exponent is {@value #DEFAULT_ACK_TIMEOUT}, rdma_cm's on RoCE: 2.1 s a try.
-     */
-    static final int DEFAULT_ACK_TIMEOUT = 19;
-    private final long answerBudgetNanos;
-    /** The head position seen at the last look, and when it became the head (progress thread). */
-    private long watchedHead = -1;
-    private long watchedSince;
-    private int livenessPasses;
+    /** When the head's answer is overdue (a silent peer). */
+    private final AnswerTimer answerTimer;
 
     TcpRequester(TcpQueuePair qp, int sendDepth, int retryCount, int ackTimeout) {
         this.qp = qp;
-        int exponent = ackTimeout < 0 ? DEFAULT_ACK_TIMEOUT : ackTimeout;
-        this.answerBudgetNanos = (Math.max(0, retryCount) + 1L) * Math.round(4096.0 * Math.pow(2, exponent));
+        this.answerTimer = new AnswerTimer(retryCount, ackTimeout);
         int sq = Integer.highestOneBit(Math.max(1, sendDepth - 1)) << 1;
         sqMask = sq - 1;
         sqWrId = new long[sq];
@@ -536,24 +524,10 @@ final class TcpRequester {
         };
     }
 
-    /**
-     * The head request is on the wire, waiting for its answer: fail it (and the connection) if
-     * it has waited past the answer budget. Looks at the clock every 64th pass.
-     */
+    /** The head request is on the wire, waiting for its answer: fail it (and the connection) if it is overdue. */
     private void checkLiveness() {
-        if ((++livenessPasses & 7) != 0 && watchedHead == sqHead) {
-            return;
-        }
-        long now = System.nanoTime();
-        if (watchedHead != sqHead || peerSpoke || qp.tx.backlogBytes() > 0 || qp.responderDeferred()) {
-            peerSpoke = false;
-            // A new head; or the head may not have left here yet; or this side is not reading the
-            // peer's answers (deferred): none of that is the peer's silence.
-            watchedHead = sqHead;
-            watchedSince = now;
-            return;
-        }
-        if (now - watchedSince <= answerBudgetNanos) {
+        if (!answerTimer.due(sqHead)
+                || !answerTimer.expired(sqHead, qp.tx.backlogBytes() > 0 || qp.responderDeferred())) {
             return;
         }
         int i = (int) sqHead & sqMask;
@@ -561,19 +535,14 @@ final class TcpRequester {
         sqHead = sqHead + 1;
         qp.cq.add(sqWrId[i], WorkCompletion.RETRY_EXC_ERR, completionOpcode(sqOpcode[i]), 0, 0, false);
         qp.enterError();
-        qp.peerSilent("request " + seq + " was not answered within " + answerBudgetNanos / 1_000_000
+        qp.peerSilent("request " + seq + " was not answered within " + answerTimer.budgetNanos() / 1_000_000
                 + " ms ((retryCount + 1) x the ack timeout)");
     }
 
-    /**
-     * Bytes came from the peer: it is alive, so the head's answer timer starts again at the next
-     * look (progress thread; a flag, not a clock read, as it runs for every read).
-     */
+    /** Bytes came from the peer: it is alive, so the head's answer timer starts again at the next look. */
     void peerAlive() {
-        peerSpoke = true;
+        answerTimer.peerAlive();
     }
-
-    private boolean peerSpoke;
 
     /**
      * The peer's SEND {@code seq} waits for a receive there (RNR): everything before it is
@@ -582,8 +551,7 @@ final class TcpRequester {
     void peerWaits(long seq) {
         retire(seq - 1, true);
         if (sqHead < sqTail && sqWire[(int) sqHead & sqMask] == seq) {
-            watchedHead = sqHead;
-            watchedSince = System.nanoTime();
+            answerTimer.restart(sqHead);
         }
     }
 

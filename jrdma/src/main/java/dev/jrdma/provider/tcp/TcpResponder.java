@@ -1,7 +1,6 @@
 package dev.jrdma.provider.tcp;
 
 import static dev.jrdma.provider.tcp.TcpFrameDescriptor.*;
-import static dev.jrdma.spi.QueuePair.*;
 
 import dev.jrdma.os.Errno;
 import dev.jrdma.os.Sockets;
@@ -11,7 +10,6 @@ import dev.jrdma.spi.WorkCompletion;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 
 /**
  * The responder side of a tcp queue pair, on the progress thread: it reads the peer's frames
@@ -62,15 +60,10 @@ final class TcpResponder implements AutoCloseable {
     private final FrameHeader deferredFrame = new FrameHeader();
     /** The frame being read (or replayed from the parked ones). */
     private final FrameHeader f = new FrameHeader();
-    private long payloadDest;           // where the payload goes; 0: discarded
-    private long payloadLeft;
-    /**
-     * The registration the payload lands in. It is entered only around each copy or recv into it,
-     * never across passes, so that closing it waits for one copy at most, whatever the peer does.
-     */
-    private TcpMemoryRegistration payloadRegistration;
-    /** The payload's registration closed while it landed: the rest is read and dropped. */
-    private boolean payloadRevoked;
+    /** Where the current frame's payload goes. */
+    private final PayloadLanding payload = new PayloadLanding();
+    /** The peer's answers to our requests. */
+    private final ResponseFrames responses;
     private volatile long rnrSince;     // when the first parked SEND began waiting for a receive; 0: not waiting
     private boolean refusing;           // we NAKed a request: apply nothing more from the peer
     private long lastRequestSeq;        // the peer's requests received so far (applied or parked)
@@ -85,32 +78,7 @@ final class TcpResponder implements AutoCloseable {
         this.answers = new AnswerBacklog(qp.tx);
         this.acks = new AckSchedule(qp);
         this.oneSided = new TcpOneSided(qp, this, answers);
-    }
-
-    /**
-     * Enters the payload's registration for one copy or recv; false (and the rest of the payload
-     * is dropped) when it was closed meanwhile. No registration (a parked buffer): nothing to enter.
-     */
-    private boolean enterPayload() {
-        TcpMemoryRegistration r = payloadRegistration;
-        if (r == null || r.enter()) {
-            entered = r;
-            return true;
-        }
-        payloadRevoked = true;
-        payloadDest = 0;
-        return false;
-    }
-
-    /** The registration entered by the last {@link #enterPayload}: exited even if the connection ended meanwhile. */
-    private TcpMemoryRegistration entered;
-
-    private void exitPayload() {
-        TcpMemoryRegistration r = entered;
-        entered = null;
-        if (r != null) {
-            r.exit();
-        }
+        this.responses = new ResponseFrames(qp, payload);
     }
 
     /** When the last RNR_WAIT went (progress thread). */
@@ -157,7 +125,7 @@ final class TcpResponder implements AutoCloseable {
 
     /** The connection ends: a payload being placed lets go of its registration. */
     void releasePayload() {
-        payloadRegistration = null;
+        payload.release();
     }
 
     @Override
@@ -180,17 +148,17 @@ final class TcpResponder implements AutoCloseable {
             if (inFrame) {
                 int buffered = rxEnd - rxStart;
                 if (buffered > 0) {
-                    int take = (int) Math.min(buffered, payloadLeft);
+                    int take = (int) Math.min(buffered, payload.left());
                     place(rx.address() + rxStart, take);
                     rxStart += take;
                     continue;
                 }
-                if (payloadLeft >= DIRECT_READ && payloadDest != 0 && enterPayload()) {
+                if (payload.left() >= DIRECT_READ && payload.dest() != 0 && payload.enter()) {
                     long n;
                     try {
-                        n = streamRead(payloadDest, payloadLeft);
+                        n = streamRead(payload.dest(), payload.left());
                     } finally {
-                        exitPayload();
+                        payload.exit();
                     }
                     reads++;
                     if (n <= 0) {
@@ -199,10 +167,9 @@ final class TcpResponder implements AutoCloseable {
                         }
                         continue;
                     }
-                    payloadDest += n;
-                    payloadLeft -= n;
+                    payload.advance(n);
                     qp.requester.peerAlive();
-                    if (payloadLeft == 0) {
+                    if (payload.left() == 0) {
                         endPayload();
                     }
                     continue;
@@ -276,17 +243,7 @@ final class TcpResponder implements AutoCloseable {
 
     /** Copies {@code count} buffered payload bytes to where they go (or drops them). */
     private void place(long from, int count) {
-        if (payloadDest != 0 && enterPayload()) {
-            try {
-                MemorySegment.copy(MemorySegment.ofAddress(from).reinterpret(count), 0,
-                        MemorySegment.ofAddress(payloadDest).reinterpret(count), 0, count);
-            } finally {
-                exitPayload();
-            }
-            payloadDest += count;
-        }
-        payloadLeft -= count;
-        if (payloadLeft == 0) {
+        if (payload.place(from, count)) {
             endPayload();
         }
     }
@@ -295,10 +252,7 @@ final class TcpResponder implements AutoCloseable {
     private void beginFrame(int at) {
         f.decode(rx, at);
         inFrame = true;
-        payloadDest = 0;
-        payloadLeft = 0;
-        payloadRegistration = null;
-        payloadRevoked = false;
+        payload.reset();
         if (f.length < 0 || (f.length > 0 && f.type != SEND && f.type != WRITE && f.type != READ_RESPONSE)) {
             qp.malformed("a " + typeName(f.type) + " frame claims " + f.length + " payload bytes");
             return;
@@ -346,7 +300,7 @@ final class TcpResponder implements AutoCloseable {
         } else if (!continueFrame()) {
             return;   // the connection ended (protocol error, the peer gone), or the frame was deferred
         }
-        if (payloadLeft == 0) {
+        if (payload.left() == 0) {
             endPayload();
         }
     }
@@ -404,8 +358,7 @@ final class TcpResponder implements AutoCloseable {
             defer();
             return false;
         }
-        payloadDest = parked.park(f);
-        payloadLeft = f.length;
+        payload.into(null, parked.park(f), f.length);
         return true;
     }
 
@@ -414,10 +367,7 @@ final class TcpResponder implements AutoCloseable {
     private void load(FrameHeader h) {
         f.copyFrom(h);
         inFrame = true;
-        payloadDest = 0;
-        payloadLeft = 0;
-        payloadRegistration = null;
-        payloadRevoked = false;
+        payload.reset();
     }
 
 
@@ -442,8 +392,8 @@ final class TcpResponder implements AutoCloseable {
                 return;   // still no receive for it (within the RNR budget)
             }
             rnrSince = 0;   // the head went: the next SEND that finds no receive has a budget of its own
-            if (payloadLeft > 0) {
-                place(p.payloadAddress(), (int) payloadLeft);   // ends the frame
+            if (payload.left() > 0) {
+                place(p.payloadAddress(), (int) payload.left());   // ends the frame
             } else {
                 endPayload();
             }
@@ -464,7 +414,7 @@ final class TcpResponder implements AutoCloseable {
             return continueRequest();
         }
         return switch (f.type) {
-            case ACK, NAK, READ_RESPONSE, ATOMIC_RESPONSE, RNR_WAIT -> continueResponse();
+            case ACK, NAK, READ_RESPONSE, ATOMIC_RESPONSE, RNR_WAIT -> responses.take(f);
             default -> qp.onControlFrame(f);   // DISCONNECT, the same-host MAP and UNMAP frames, or a lie
         };
     }
@@ -476,7 +426,7 @@ final class TcpResponder implements AutoCloseable {
             refuse(WorkCompletion.RETRY_EXC_ERR, typeName(f.type), "this side's queue pair is in error");
         }
         if (refusing) {
-            payloadLeft = f.type == SEND || f.type == WRITE ? f.length : 0;   // read and dropped
+            payload.drop(f.type == SEND || f.type == WRITE ? f.length : 0);
             return true;
         }
         switch (f.type) {
@@ -508,70 +458,18 @@ final class TcpResponder implements AutoCloseable {
             TcpMemoryRegistration r = qp.registrations.check(f.rkey, f.addr, f.length, AccessFlags.REMOTE_WRITE, why);
             if (r == null || r.isClosed()) {
                 refuse(WorkCompletion.REM_ACCESS_ERR, "WRITE", r == null ? why : "the region was closed");
-                payloadLeft = f.length;
+                payload.drop(f.length);
                 return true;
             }
-            payloadRegistration = r;
-            payloadDest = f.addr;
-            payloadLeft = f.length;
+            payload.into(r, f.addr, f.length);
         }
         return true;
     }
-
-    /** A response to one of our requests: the requester retires what it answers; READ data and atomic values land here. */
-    private boolean continueResponse() {
-        TcpRequester requester = qp.requester;
-        switch (f.type) {
-            case ACK -> requester.retire(f.seq, true);
-            case RNR_WAIT -> requester.peerWaits(f.seq);
-            case NAK -> {
-                if (f.status == WorkCompletion.SUCCESS || f.status > WorkCompletion.MAX_STATUS) {
-                    qp.malformed("a NAK with status " + f.status + ", which is no error");
-                    return false;
-                }
-                requester.retire(f.seq - 1, true);
-                requester.failHead(f.seq, f.status);
-            }
-            case READ_RESPONSE -> {
-                requester.retire(f.seq - 1, true);
-                if (!requester.headIs(f.seq, WR_RDMA_READ) || f.length != requester.headLength()) {
-                    qp.malformed("READ_RESPONSE " + f.seq + " of " + f.length + " bytes answers no read outstanding");
-                    return false;
-                }
-                TcpMemoryRegistration r = f.length == 0 ? null : qp.registrations.lookup(requester.headLkey());
-                if (r != null) {
-                    payloadRegistration = r;
-                    payloadDest = requester.headLocalAddress();
-                }
-                payloadLeft = f.length;   // a local buffer closed meanwhile: the bytes are dropped
-            }
-            default -> {
-                requester.retire(f.seq - 1, true);
-                if (!requester.headIs(f.seq, WR_ATOMIC_CMP_AND_SWP) && !requester.headIs(f.seq, WR_ATOMIC_FETCH_AND_ADD)) {
-                    qp.malformed("ATOMIC_RESPONSE " + f.seq + " answers no atomic outstanding");
-                    return false;
-                }
-                TcpMemoryRegistration r = qp.registrations.lookup(requester.headLkey());
-                if (r != null && r.enter()) {
-                    try {
-                        MemorySegment.ofAddress(requester.headLocalAddress()).reinterpret(8)
-                                .set(ValueLayout.JAVA_LONG_UNALIGNED, 0, f.compareAdd);
-                    } finally {
-                        r.exit();
-                    }
-                }
-            }
-        }
-        return true;
-    }
-
 
     /** The frame (and its payload) is done: complete what it completes. */
     private void endPayload() {
         qp.cq.served++;   // a pass that ends a frame did work, even when it completes nothing here
-        payloadRegistration = null;
-        boolean revoked = payloadRevoked;
-        payloadRevoked = false;
+        boolean revoked = payload.end();
         inFrame = false;
         if (parked.filling()) {
             parked.filled();   // read whole; applied in order by replayParked
@@ -632,7 +530,7 @@ final class TcpResponder implements AutoCloseable {
             rnrSince = 0;
             refuse(WorkCompletion.RNR_RETRY_EXC_ERR, forImm ? "WRITE_WITH_IMM" : "SEND",
                     "no receive was posted within " + rnrBudgetNanos / 1_000_000 + " ms");
-            payloadLeft = f.length;
+            payload.drop(f.length);
             return true;
         }
         rnrSince = 0;   // a receive was there: the next SEND that finds none has a budget of its own
@@ -645,17 +543,15 @@ final class TcpResponder implements AutoCloseable {
             qp.cq.add(qp.rq.take(), WorkCompletion.LOC_LEN_ERR, WorkCompletion.OP_RECV, f.length, 0, false);
             refuse(WorkCompletion.REM_INV_REQ_ERR, "SEND", f.length + " bytes exceed the receive buffer of "
                     + room);
-            payloadLeft = f.length;
+            payload.drop(f.length);
             return true;
         }
-        if (f.length > 0) {
-            TcpMemoryRegistration r = qp.registrations.lookup(qp.rq.headLkey());
-            if (r != null) {
-                payloadRegistration = r;
-                payloadDest = qp.rq.headAddress();
-            }
+        TcpMemoryRegistration r = f.length == 0 ? null : qp.registrations.lookup(qp.rq.headLkey());
+        if (r != null) {
+            payload.into(r, qp.rq.headAddress(), f.length);
+        } else {
+            payload.drop(f.length);
         }
-        payloadLeft = f.length;
         return true;
     }
 

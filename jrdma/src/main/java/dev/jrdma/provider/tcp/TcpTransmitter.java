@@ -165,59 +165,31 @@ final class TcpTransmitter implements AutoCloseable {
     boolean flush() {
         try {
             if (failed != 0) {
-                dropWaiting();
-                sentTotal = queuedTotal;   // dropped: nothing waits any more
-                return true;
+                return dropAll();
             }
-            int n = 0;
-            long total = 0;
             int pieces = Math.min(pieceCount, PIECES_PER_SEND);
-            long copied = backlogStart;
-            for (int k = 0; k < pieces; k++) {
-                int p = (pieceFirst + k) % MAX_PIECES;
-                if (pieceAddress[p] < 0) {
-                    Sockets.iovec(iovs, n++, backlog.address() + copied, pieceLength[p]);
-                    copied += pieceLength[p];
-                } else {
-                    TcpMemoryRegistration r = pieceRegistration[p];
-                    if (!r.enter()) {
-                        // The region closed before its READ answer was all sent: that READ cannot be answered.
-                        failed = Errno.EIO;
-                        failure = "the region a READ was being answered from was closed";
-                        dropWaiting();
-                        sentTotal = queuedTotal;
-                        return true;
-                    }
-                    fenced[fencedCount++] = r;
-                    Sockets.iovec(iovs, n++, pieceAddress[p], pieceLength[p]);
-                }
-                total += pieceLength[p];
+            int n = gatherWaiting(pieces);
+            if (n < 0) {
+                // The region closed before its READ answer was all sent: that READ cannot be answered.
+                failed = Errno.EIO;
+                failure = "the region a READ was being answered from was closed";
+                return dropAll();
             }
             // New frames go only behind everything that waited: all of it must be in this send.
             boolean framesToo = pieces == pieceCount;
             if (framesToo) {
-                for (int i = 0; i < iovCount; i++) {
-                    Sockets.iovec(iovs, n++, iovBase[i], iovLength[i]);
-                    total += iovLength[i];
-                }
+                n = gatherFrames(n);
             }
+            long total = gathered;
             if (total == 0) {
                 return true;
             }
-            long sent;
-            if (ring != null) {
-                sent = toRing(n);
-            } else {
-                Sockets.setIov(msghdr, iovs.address(), n);
-                sent = Sockets.sendmsg(fd, msghdr.address());
-            }
+            long sent = ring != null ? toRing(n) : sendIov(n);
             if (sent < 0) {
                 int errno = (int) -sent;
                 if (errno != Errno.EAGAIN && errno != Errno.EINTR) {
                     failed = errno;
-                    dropWaiting();
-                    sentTotal = queuedTotal;
-                    return true;
+                    return dropAll();
                 }
                 sent = 0;
             }
@@ -232,19 +204,7 @@ final class TcpTransmitter implements AutoCloseable {
             if (ring != null) {
                 ring.waitForRoom(true);   // the peer rings when it has read some
             }
-            // Keep what was not sent of the new frames, behind what still waits.
-            if (!framesToo) {
-                skip = 0;
-            }
-            for (int i = 0; i < iovCount; i++) {
-                long len = iovLength[i];
-                if (skip >= len) {
-                    skip -= len;
-                    continue;
-                }
-                keep(iovBase[i] + skip, len - skip, iovStream[i]);
-                skip = 0;
-            }
+            keepUnsentFrames(framesToo ? skip : 0);
             return false;
         } finally {
             iovCount = 0;
@@ -255,6 +215,70 @@ final class TcpTransmitter implements AutoCloseable {
             }
             fencedCount = 0;
         }
+    }
+
+    /** Bytes in the iovecs of the send being gathered. */
+    private long gathered;
+
+    /**
+     * Puts the first {@code pieces} waiting pieces into the iovecs (a READ answer's registration
+     * entered, and fenced until the send is done); returns how many iovecs, or -1 when a
+     * registration closed meanwhile.
+     */
+    private int gatherWaiting(int pieces) {
+        int n = 0;
+        gathered = 0;
+        long copied = backlogStart;
+        for (int k = 0; k < pieces; k++) {
+            int p = (pieceFirst + k) % MAX_PIECES;
+            if (pieceAddress[p] < 0) {
+                Sockets.iovec(iovs, n++, backlog.address() + copied, pieceLength[p]);
+                copied += pieceLength[p];
+            } else {
+                TcpMemoryRegistration r = pieceRegistration[p];
+                if (!r.enter()) {
+                    return -1;
+                }
+                fenced[fencedCount++] = r;
+                Sockets.iovec(iovs, n++, pieceAddress[p], pieceLength[p]);
+            }
+            gathered += pieceLength[p];
+        }
+        return n;
+    }
+
+    /** Adds the queued frames to the iovecs after the {@code n} there; returns the count. */
+    private int gatherFrames(int n) {
+        for (int i = 0; i < iovCount; i++) {
+            Sockets.iovec(iovs, n++, iovBase[i], iovLength[i]);
+            gathered += iovLength[i];
+        }
+        return n;
+    }
+
+    private long sendIov(int n) {
+        Sockets.setIov(msghdr, iovs.address(), n);
+        return Sockets.sendmsg(fd, msghdr.address());
+    }
+
+    /** Keeps what the socket did not take of the new frames ({@code skip}: bytes of them it took), behind what waits. */
+    private void keepUnsentFrames(long skip) {
+        for (int i = 0; i < iovCount; i++) {
+            long len = iovLength[i];
+            if (skip >= len) {
+                skip -= len;
+                continue;
+            }
+            keep(iovBase[i] + skip, len - skip, iovStream[i]);
+            skip = 0;
+        }
+    }
+
+    /** The connection cannot send any more (failed): what waits is dropped; "everything went out". */
+    private boolean dropAll() {
+        dropWaiting();
+        sentTotal = queuedTotal;   // dropped: nothing waits any more
+        return true;
     }
 
     /** The socket took {@code sent} bytes: the waiting pieces it covered go; returns what is left of it for the new frames. */
