@@ -16,6 +16,7 @@ import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.CompletionSink;
 import dev.jrdma.spi.MemoryRegistration;
 import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.QueuePairOwner;
 import dev.jrdma.spi.QueuePairSpec;
 import dev.jrdma.spi.WorkCompletion;
 
@@ -151,10 +152,12 @@ public final class Connection implements AutoCloseable {
             } finally {
                 polling = false;
             }
-            if (tearingDown && n == 0 && (drained() || System.nanoTime() > teardownDeadline)) {
+            // n counts the peer's frames served too: past the deadline a peer that keeps sending
+            // does not hold the release back.
+            if (tearingDown && ((n == 0 && drained()) || System.nanoTime() > teardownDeadline)) {
                 release();
             }
-            return n + cq.takeServed();
+            return n;
         }
 
         @Override
@@ -223,8 +226,21 @@ public final class Connection implements AutoCloseable {
     QueuePairSpec spec(DeviceCapabilities caps) {
         int rd = config.rdAtomicFor(caps);
         return new QueuePairSpec(config.sendQueueDepth(), config.receiveQueueDepth(), 1, 1, config.maxInlineData(),
-                rd, rd, config.retryCount(), config.rnrRetry(), config.ackTimeout(), config.minRnrTimer(), postLock);
+                rd, rd, config.retryCount(), config.rnrRetry(), config.ackTimeout(), config.minRnrTimer());
     }
+
+    /** What the connection manager creates this connection's queue pair for: us, and the lock our posts are under. */
+    final QueuePairOwner owner = new QueuePairOwner() {
+        @Override
+        public void onQueuePair(QueuePair qp) {
+            Connection.this.onQueuePair(qp);
+        }
+
+        @Override
+        public Object postMonitor() {
+            return postLock;
+        }
+    };
 
     /** The QP exists (INIT): post every receive, before the peer can send. */
     void onQueuePair(QueuePair qp) {
@@ -1314,7 +1330,7 @@ public final class Connection implements AutoCloseable {
         // not from inside a poll, whose queue pair found the end in its stream, after the rest.
         if (cq != null && !polling && !tearingDown && !released.isDone()) {
             for (int i = 0; i < 64; i++) {
-                if (cq.poll(sink, 32) + cq.takeServed() == 0) {
+                if (cq.poll(sink, 32) == 0) {
                     break;
                 }
             }

@@ -529,7 +529,7 @@ public final class Rdma implements AutoCloseable {
                 c.prepare(device, channels[indexOf(t)]);
                 t.execute(() -> t.add(c.source));
                 c.endpoint = cm.connect(address, c.cq, c.spec(device.capabilities()), Handshake.of(config).encode(),
-                        timeoutMs, c::onQueuePair);
+                        timeoutMs, c.owner);
                 c.endpoint.attach(c);
             } catch (RdmaException e) {
                 c.failConnect(e);
@@ -654,7 +654,7 @@ public final class Rdma implements AutoCloseable {
             request.attach(c);
             try {
                 c.prepare(device, channels[indexOf(t)]);
-                request.accept(c.cq, c.spec(device.capabilities()), Handshake.of(server.config).encode(), c::onQueuePair);
+                request.accept(c.cq, c.spec(device.capabilities()), Handshake.of(server.config).encode(), c.owner);
                 c.pendingPeer = peer;
                 t.execute(() -> t.add(c.source));
             } catch (RuntimeException e) {

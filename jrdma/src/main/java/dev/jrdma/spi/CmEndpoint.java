@@ -1,7 +1,6 @@
 package dev.jrdma.spi;
 
 import java.net.InetSocketAddress;
-import java.util.function.Consumer;
 
 /**
  * One side of a connection as the connection manager sees it: an incoming request to accept or
@@ -17,10 +16,10 @@ public interface CmEndpoint extends AutoCloseable {
     InetSocketAddress localAddress();
 
     /**
-     * For an incoming request: creates the QP on {@code cq} with {@code spec}, hands it to
-     * {@code onQueuePair} (to post receives before the peer can send) and accepts.
+     * For an incoming request: creates the QP on {@code cq} with {@code spec}, hands it to its
+     * {@code owner} (to post receives before the peer can send) and accepts.
      */
-    void accept(CompletionQueue cq, QueuePairSpec spec, byte[] privateData, Consumer<QueuePair> onQueuePair);
+    void accept(CompletionQueue cq, QueuePairSpec spec, byte[] privateData, QueuePairOwner owner);
 
     /** For an incoming request: refuses it, telling the peer {@code privateData}. */
     void reject(byte[] privateData);

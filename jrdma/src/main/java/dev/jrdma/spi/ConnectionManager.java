@@ -1,7 +1,6 @@
 package dev.jrdma.spi;
 
 import java.net.InetSocketAddress;
-import java.util.function.Consumer;
 
 /**
  * Connection establishment (rdma_cm for verbs). Asynchronous: calls start things, and
@@ -16,12 +15,12 @@ public interface ConnectionManager extends AutoCloseable {
 
     /**
      * Starts connecting to {@code remote}: resolves the address and route, creates the QP with
-     * {@code cq} for both queues and {@code spec}, hands it to {@code onQueuePair} (to post
+     * {@code cq} for both queues and {@code spec}, hands it to its {@code owner} (to post
      * receives), then sends a request carrying {@code privateData}. Ends in
      * {@link CmEventHandler#onEstablished}, {@code onRejected} or {@code onError}.
      */
     CmEndpoint connect(InetSocketAddress remote, CompletionQueue cq, QueuePairSpec spec, byte[] privateData,
-                       int timeoutMs, Consumer<QueuePair> onQueuePair);
+                       int timeoutMs, QueuePairOwner owner);
 
     /** Handles every pending event, non-blocking; returns how many. */
     int processEvents(CmEventHandler handler);

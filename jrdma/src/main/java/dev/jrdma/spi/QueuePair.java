@@ -2,7 +2,14 @@ package dev.jrdma.spi;
 
 /**
  * A connected reliable queue pair. The post methods return 0 or an errno (as the verbs do) and
- * allocate nothing; they are <b>not</b> thread-safe: the caller serialises posts on one QP.
+ * allocate nothing.
+ *
+ * <p>Threads: the post methods ({@link #postSend}, {@link #stage}/{@link #postStaged} with
+ * {@link #firstUnposted}, {@link #postRecv}) are called from any thread, one at a time, under
+ * the owner's {@link QueuePairOwner#postMonitor}; their completions come through the completion
+ * queue, on the one thread polling it. {@link #queryState}, {@link #moveToError} and the
+ * accessors may be called from any thread at any time. The queue pair is destroyed with its
+ * {@link CmEndpoint}.
  */
 public interface QueuePair {
     /** Send opcodes: the values of {@code enum ibv_wr_opcode}. */

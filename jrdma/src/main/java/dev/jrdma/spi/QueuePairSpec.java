@@ -1,7 +1,9 @@
 package dev.jrdma.spi;
 
 /**
- * What a reliable-connected queue pair is created and connected with.
+ * What a reliable-connected queue pair is created and connected with, and what it was granted;
+ * plain values that a software provider's handshake carries to the peer. (Who owns the queue
+ * pair, and what lock its posts are under, is the {@link QueuePairOwner}'s.)
  *
  * @param sendDepth          send queue work requests
  * @param recvDepth          receive queue work requests
@@ -20,20 +22,15 @@ package dev.jrdma.spi;
  *                           IB encoding (1: 0.01 ms ... 12: 0.64 ms ... 31: 491.52 ms; 0: 655.36
  *                           ms), or -1 for the connection manager's (rdma_cm sets 0). Software
  *                           providers ignore it.
- * @param postLock           the monitor the owner holds around every postSend, postStaged and
- *                           postRecv (the Connection's), or null. A provider whose QP guards its
- *                           send state against its own progress thread may take this one rather
- *                           than a lock of its own, so that a post costs one lock, not two. Not
- *                           part of what is negotiated: specs that cross the wire carry null.
  */
 public record QueuePairSpec(int sendDepth, int recvDepth, int maxSendSge, int maxRecvSge, int maxInlineData,
                             int responderResources, int initiatorDepth, int retryCount, int rnrRetry, int ackTimeout,
-                            int minRnrTimer, Object postLock) {
+                            int minRnrTimer) {
 
-    /** A spec without an owner's lock, with the connection manager's ack timeout and RNR timer. */
+    /** A spec with the connection manager's ack timeout and RNR timer. */
     public QueuePairSpec(int sendDepth, int recvDepth, int maxSendSge, int maxRecvSge, int maxInlineData,
                          int responderResources, int initiatorDepth, int retryCount, int rnrRetry) {
         this(sendDepth, recvDepth, maxSendSge, maxRecvSge, maxInlineData, responderResources, initiatorDepth, retryCount,
-                rnrRetry, -1, -1, null);
+                rnrRetry, -1, -1);
     }
 }

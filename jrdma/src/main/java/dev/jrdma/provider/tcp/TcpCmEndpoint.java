@@ -7,6 +7,7 @@ import dev.jrdma.spi.Log;
 import dev.jrdma.spi.CmEventHandler;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.QueuePairOwner;
 import dev.jrdma.spi.QueuePairSpec;
 
 import java.lang.foreign.Arena;
@@ -14,7 +15,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.util.Arrays;
-import java.util.function.Consumer;
 
 /**
  * One connection as the tcp connection manager sees it: a socket going through the
@@ -38,7 +38,7 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
     private TcpCompletionQueue cq;
     private QueuePairSpec spec;
     private byte[] privateData;
-    private Consumer<QueuePair> onQueuePair;
+    private QueuePairOwner owner;
 
     private TcpQueuePair qp;
     private Object attachment;
@@ -69,11 +69,11 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         this.qpNum = qpNum;
     }
 
-    void outgoing(TcpCompletionQueue cq, QueuePairSpec spec, byte[] privateData, Consumer<QueuePair> onQueuePair) {
+    void outgoing(TcpCompletionQueue cq, QueuePairSpec spec, byte[] privateData, QueuePairOwner owner) {
         this.cq = cq;
         this.spec = spec;
         this.privateData = privateData;
-        this.onQueuePair = onQueuePair;
+        this.owner = owner;
     }
 
     @Override
@@ -135,8 +135,8 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
             fail(handler, err);
             return;
         }
-        qp = new TcpQueuePair(fd, qpNum, manager.registrations(), cq, spec, this, manager.sameHost());
-        onQueuePair.accept(qp);
+        qp = new TcpQueuePair(fd, qpNum, manager.registrations(), cq, spec, owner.postMonitor(), this, manager.sameHost());
+        owner.onQueuePair(qp);
         phase = Phase.HELLO_SENT;
         manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
         send(TcpHandshake.hello(TcpHandshake.HELLO, spec, manager.bootId(), rendezvous(), nonce, 0, privateData));
@@ -402,13 +402,13 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
 
     @Override
     public void accept(CompletionQueue completionQueue, QueuePairSpec qpSpec, byte[] answer,
-                       Consumer<QueuePair> onQp) {
+                       QueuePairOwner owner) {
         if (phase != Phase.REQUESTED) {
             throw new IllegalStateException("accept: the request is " + phase);
         }
-        qp = new TcpQueuePair(fd, qpNum, manager.registrations(), (TcpCompletionQueue) completionQueue, qpSpec, this,
-                manager.sameHost());
-        onQp.accept(qp);
+        qp = new TcpQueuePair(fd, qpNum, manager.registrations(), (TcpCompletionQueue) completionQueue, qpSpec,
+                owner.postMonitor(), this, manager.sameHost());
+        owner.onQueuePair(qp);
         phase = Phase.ACCEPT_SENT;
         manager.track(this);
         manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);

@@ -18,7 +18,7 @@ final class TcpCompletionQueue implements CompletionQueue {
     private int[] status, opcode, byteLen, imm;
     private boolean[] withImm;
     private int head, count;
-    /** Frames its queue pairs ended (applied, parked, or read as responses) since {@link #takeServed}; on the polling thread. */
+    /** Frames its queue pairs ended (applied, parked, or read as responses) in this {@link #poll}; on the polling thread. */
     int served;
     /**
      * The polling thread armed (about to sleep). Cleared by whoever wakes it, not by the thread:
@@ -99,14 +99,9 @@ final class TcpCompletionQueue implements CompletionQueue {
             n++;
             sink.onCompletion(wrId[i], status[i], opcode[i], byteLen[i], imm[i], withImm[i]);
         }
-        return n;
-    }
-
-    @Override
-    public int takeServed() {
-        int n = served;
+        int work = n + served;
         served = 0;
-        return n;
+        return work;
     }
 
     @Override

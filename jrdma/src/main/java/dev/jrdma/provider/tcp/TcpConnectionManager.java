@@ -13,7 +13,7 @@ import dev.jrdma.spi.CmListener;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionLimits;
 import dev.jrdma.spi.ConnectionManager;
-import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.QueuePairOwner;
 import dev.jrdma.spi.QueuePairSpec;
 
 import java.lang.foreign.Arena;
@@ -24,7 +24,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.function.Consumer;
 
 /**
  * rdma_cm's part for the tcp provider: listening sockets, connects, the {@link TcpHandshake},
@@ -104,7 +103,7 @@ final class TcpConnectionManager implements ConnectionManager {
 
     @Override
     public CmEndpoint connect(InetSocketAddress remote, CompletionQueue cq, QueuePairSpec spec, byte[] privateData,
-                              int timeoutMs, Consumer<QueuePair> onQueuePair) {
+                              int timeoutMs, QueuePairOwner owner) {
         if (privateData.length > TcpHandshake.MAX_PRIVATE_DATA) {
             throw new IllegalArgumentException("private data of " + privateData.length + " bytes; tcp carries at most "
                     + TcpHandshake.MAX_PRIVATE_DATA);
@@ -120,7 +119,7 @@ final class TcpConnectionManager implements ConnectionManager {
             }
             TcpCmEndpoint e = new TcpCmEndpoint(this, fd, null, remote, TcpCmEndpoint.Phase.CONNECTING,
                     System.nanoTime() + timeoutMs * 1_000_000L, device.nextQpNum());
-            e.outgoing((TcpCompletionQueue) cq, spec, privateData, onQueuePair);
+            e.outgoing((TcpCompletionQueue) cq, spec, privateData, owner);
             track(e);
             watchNew(fd, Sockets.EPOLLOUT | Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
             return e;

@@ -94,21 +94,21 @@ final class TcpQueuePair implements QueuePair {
     // ---- transmit side, shared by posters and the progress thread
     /**
      * Guards the send side against the progress thread. It is the lock the QP's owner posts
-     * under (QueuePairSpec.postLock: the Connection's), when it gives one: a post then takes one
-     * lock, the owner's, and this one again only as a recursive (free) monitor enter.
+     * under ({@link dev.jrdma.spi.QueuePairOwner#postMonitor}: the Connection's): a post then
+     * takes one lock, the owner's, and this one again only as a recursive (cheap) monitor enter.
      */
     final Object txLock;
     final TcpTransmitter tx;
     private boolean watchingOut;
 
     TcpQueuePair(int fd, int qpNum, TcpRegistrations registrations, TcpCompletionQueue cq, QueuePairSpec spec,
-                 Events events, TcpSameHost support) {
+                 Object postMonitor, Events events, TcpSameHost support) {
         this.fd = fd;
         this.qpNum = qpNum;
         this.registrations = registrations;
         this.cq = cq;
         this.granted = spec;
-        this.txLock = spec.postLock() != null ? spec.postLock() : new Object();
+        this.txLock = postMonitor != null ? postMonitor : new Object();
         this.events = events;
         tx = new TcpTransmitter(fd);   // first: the roles keep it
         requester = new TcpRequester(this, spec.sendDepth(), spec.retryCount(), spec.ackTimeout());

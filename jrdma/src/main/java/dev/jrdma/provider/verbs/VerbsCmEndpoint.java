@@ -10,6 +10,7 @@ import dev.jrdma.os.SockAddr;
 import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.QueuePairOwner;
 import dev.jrdma.spi.QueuePairSpec;
 
 import java.lang.foreign.Arena;
@@ -27,7 +28,7 @@ final class VerbsCmEndpoint implements CmEndpoint {
     CompletionQueue pendingCq;
     QueuePairSpec pendingSpec;
     byte[] pendingPrivateData;
-    Consumer<QueuePair> pendingOnQueuePair;
+    QueuePairOwner pendingOwner;
     int timeoutMs;
     private boolean disconnectSent;
     private boolean closed;
@@ -93,9 +94,9 @@ final class VerbsCmEndpoint implements CmEndpoint {
     }
 
     @Override
-    public void accept(CompletionQueue cq, QueuePairSpec spec, byte[] privateData, Consumer<QueuePair> onQueuePair) {
+    public void accept(CompletionQueue cq, QueuePairSpec spec, byte[] privateData, QueuePairOwner owner) {
         createQp(cq, spec);
-        onQueuePair.accept(qp);
+        owner.onQueuePair(qp);
         applyAckTimeout(spec);
         withConnParam(spec, privateData, p -> LibRdmacm.accept(id, p));
         applyMinRnrTimer();   // rdma_accept moved the QP to RTS

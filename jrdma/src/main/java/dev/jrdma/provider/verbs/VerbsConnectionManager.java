@@ -13,7 +13,7 @@ import dev.jrdma.spi.CmEventHandler;
 import dev.jrdma.spi.CmListener;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionManager;
-import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.QueuePairOwner;
 import dev.jrdma.spi.QueuePairSpec;
 
 import java.lang.foreign.Arena;
@@ -23,7 +23,6 @@ import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.function.Consumer;
 
 /**
  * rdma_cm on one event channel (non-blocking fd). Outgoing connects run as a small state
@@ -87,7 +86,7 @@ final class VerbsConnectionManager implements ConnectionManager {
 
     @Override
     public CmEndpoint connect(InetSocketAddress remote, CompletionQueue cq, QueuePairSpec spec, byte[] privateData,
-                              int timeoutMs, Consumer<QueuePair> onQueuePair) {
+                              int timeoutMs, QueuePairOwner owner) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment id = LibRdmacm.createId(channel, RdmaCmId.PS_TCP, a);
             VerbsCmEndpoint ep = new VerbsCmEndpoint(this, id);
@@ -95,7 +94,7 @@ final class VerbsConnectionManager implements ConnectionManager {
             ep.pendingSpec = spec;
             ep.pendingPrivateData = privateData;
             ep.timeoutMs = timeoutMs;
-            ep.pendingOnQueuePair = onQueuePair;
+            ep.pendingOwner = owner;
             ids.put(id.address(), ep);
             try {
                 InetSocketAddress source = device.sourceAddress() == null ? null
@@ -174,7 +173,7 @@ final class VerbsConnectionManager implements ConnectionManager {
             case RdmaCmEvent.ROUTE_RESOLVED -> {
                 try {
                     ep.createQp(ep.pendingCq, ep.pendingSpec);
-                    ep.pendingOnQueuePair.accept(ep.queuePair());
+                    ep.pendingOwner.onQueuePair(ep.queuePair());
                     ep.applyAckTimeout(ep.pendingSpec);
                     VerbsCmEndpoint.withConnParam(ep.pendingSpec, ep.pendingPrivateData, p -> LibRdmacm.connect(ep.id, p));
                 } catch (RuntimeException e) {
