@@ -1364,6 +1364,26 @@ public final class Connection implements AutoCloseable {
         }
     }
 
+    /** The {@code Rdma} this connection belongs to. */
+    Rdma rdma() {
+        return rdma;
+    }
+
+    /** The queue pair of this established connection, for a registration scoped to it; {@code op} names the call. */
+    QueuePair establishedQueuePair(String op) {
+        ConnectionState s = state;   // read first: it is written after qp
+        QueuePair q = qp;
+        if (s != ConnectionState.ESTABLISHED || q == null) {
+            throw new ConnectionClosedException(op + ": the connection to " + remoteAddress + " is " + s);
+        }
+        return q;
+    }
+
+    /** Runs {@code r} once this connection is released (at once if it is already). */
+    void whenReleased(Runnable r) {
+        released.thenRun(r);
+    }
+
     /** Frees everything; fails what is still outstanding (it should be nothing after the flush). */
     private void release() {
         if (released.isDone()) {

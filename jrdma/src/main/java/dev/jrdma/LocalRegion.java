@@ -172,6 +172,42 @@ public final class LocalRegion implements AutoCloseable {
                 bits | (root().directWriteToPmem ? RemoteRegion.DIRECT_WRITE_TO_PMEM : 0), end);
     }
 
+    /**
+     * This region for the peer of {@code connection} alone, with {@code rights} (none given:
+     * {@link #toRemote()}'s): a registration of its own whose key works only on that connection.
+     * Any other peer that holds the descriptor gets {@code RemoteAccessException}, as for a key
+     * that names nothing (it learns no more than that). The exposure ends when the connection
+     * ends or this region closes, whichever comes first.
+     *
+     * <p>tcp and shm scope the key themselves. On verbs it takes a type 2B memory window bound
+     * on the connection's queue pair, which the verbs provider does not bind yet: there it
+     * throws {@code UnsupportedCapabilityException}.
+     *
+     * @throws IllegalArgumentException for a connection of another {@code Rdma}, or rights as for
+     *         {@link #toRemote(Access...)}
+     * @throws dev.jrdma.exceptions.ConnectionClosedException when the connection is not established
+     * @throws dev.jrdma.exceptions.UnsupportedCapabilityException where the provider cannot limit a key to one connection
+     * @throws IllegalStateException when the region is closed
+     */
+    public RemoteRegion toRemoteFor(Connection connection, Access... rights) {
+        checkOpen("toRemoteFor");
+        Objects.requireNonNull(connection, "toRemoteFor: the connection");
+        if (connection.rdma() != rdma) {
+            throw new IllegalArgumentException("toRemoteFor: " + connection + " belongs to another Rdma than this region");
+        }
+        int bits = rights.length == 0 ? defaultRights() : rightsBits("toRemoteFor", rights);
+        MemoryRegistration r = resources.newScoped(segment, bits, connection.establishedQueuePair("toRemoteFor"));
+        RegionResources res = resources;
+        connection.whenReleased(() -> res.endLease(r));
+        int granted = bits | (root().directWriteToPmem ? RemoteRegion.DIRECT_WRITE_TO_PMEM : 0);
+        return new RemoteRegion(segment.address(), segment.byteSize(), r.rkey(), granted);
+    }
+
+    /** Leases and connection-scoped exposures of this region (and its slices) still open: for tests. */
+    int openLeases() {
+        return resources.openLeases();
+    }
+
     private int defaultRights() {
         return pooled ? rdma.maxRemoteAccessBits() : registration.access() & REMOTE_MASK;
     }

@@ -18,6 +18,7 @@ import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.ConnectionLimits;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
+import dev.jrdma.spi.QueuePair;
 import dev.jrdma.spi.DeviceCapabilities;
 import dev.jrdma.spi.MemoryRegistration;
 import dev.jrdma.spi.Provider;
@@ -362,6 +363,12 @@ public final class Rdma implements AutoCloseable {
     MemoryRegistration registerExposure(MemorySegment segment, int access) {
         checkOpen();
         return device.register(segment, access);
+    }
+
+    /** A registration of {@code segment} that only the peer of {@code qp} may use. */
+    MemoryRegistration registerExposureFor(QueuePair qp, MemorySegment segment, int access) {
+        checkOpen();
+        return device.registerFor(qp, segment, access);
     }
 
     /** Runs {@code end} after {@code after} on the lease timer (a thread started by the first lease, ended by close). */

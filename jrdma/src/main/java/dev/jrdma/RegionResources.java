@@ -2,6 +2,7 @@ package dev.jrdma;
 
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.MemoryRegistration;
+import dev.jrdma.spi.QueuePair;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
@@ -99,6 +100,27 @@ final class RegionResources {
         }
         leases.add(r);
         return r;
+    }
+
+    /**
+     * A registration of {@code memory} (the region or a slice of it) that only the peer of
+     * {@code qp} may use; it ends like a lease ({@link #endLease}), when that connection ends.
+     */
+    synchronized MemoryRegistration newScoped(MemorySegment memory, int rights, QueuePair qp) {
+        if (closed) {
+            throw new IllegalStateException("toRemoteFor: this region is closed: " + this);
+        }
+        MemoryRegistration r = rdma.registerExposureFor(qp, memory, withLocalWrite(rights));
+        if (leases == null) {
+            leases = new ArrayList<>();
+        }
+        leases.add(r);
+        return r;
+    }
+
+    /** Registrations of leases and scoped exposures not yet ended (or still reachable): for tests. */
+    synchronized int openLeases() {
+        return leases == null ? 0 : leases.size();
     }
 
     /** The lease's time is up: drop its registration; forget it once no peer can reach it. */

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -208,6 +209,66 @@ abstract class RegisteredMemoryConformance {
                 assertInstanceOf(RemoteAccessException.class, t, "reading [" + probe[0] + ", +" + probe[1]
                         + ") of the slice with its key: " + t);
             }
+        }
+    }
+
+    /**
+     * A region handed to one peer is that peer's alone: a second client of the same server, with
+     * the same descriptor, is refused as for a key that names nothing (also on shm, where the
+     * second client would otherwise map the region and write it directly); the first one reads
+     * and writes. The exposure ends with its connection. Bad input: another Rdma's connection, a
+     * closed connection, a closed region. On verbs it needs type 2B memory windows, which the
+     * verbs provider does not bind yet: UnsupportedCapabilityException naming the device.
+     */
+    @Test
+    void aRegionExposedToOneConnectionIsThatPeersAlone() throws Exception {
+        try (TestPair p = TestPair.open(transport(), CompletionMode.ADAPTIVE);
+             Rdma other = transport().client().build()) {
+            Connection toFirst = p.accepted().poll(T, TimeUnit.SECONDS);
+            assertNotNull(toFirst, "the server's side of the first connection");
+            LocalRegion target = p.server().allocate(4096);
+            target.segment().fill((byte) 5);
+            if (transport().provider().equals("verbs")) {
+                var e = assertThrows(dev.jrdma.exceptions.UnsupportedCapabilityException.class,
+                        () -> target.toRemoteFor(toFirst, Access.REMOTE_READ, Access.REMOTE_WRITE));
+                assertEquals("a registration for one connection", e.capability());
+                assertTrue(e.getMessage().contains(p.server().deviceName()), e.getMessage());
+                return;
+            }
+            RemoteRegion mine = target.toRemoteFor(toFirst, Access.REMOTE_READ, Access.REMOTE_WRITE);
+            RemoteRegion copy = RemoteRegion.fromDescriptor(mine.toDescriptor());
+            LocalRegion buf = p.client().allocate(4096);
+            p.conn().readSync(copy, buf);
+            assertEquals(5, buf.segment().get(ValueLayout.JAVA_BYTE, 4095), "the peer it was given to reads it");
+            buf.segment().fill((byte) 6);
+            p.conn().writeSync(buf.slice(0, 8), copy.slice(0, 8));
+            assertEquals(6, target.segment().get(ValueLayout.JAVA_BYTE, 7), "and writes it");
+
+            try (Connection second = other.connect(p.listener().address())) {
+                LocalRegion buf2 = other.allocate(4096);
+                buf2.segment().fill((byte) 9);
+                Throwable w = cause(second.write(buf2.slice(0, 8), copy.slice(8, 8)));
+                assertInstanceOf(RemoteAccessException.class, w, "another peer writing with the descriptor: " + w);
+                assertEquals(5, target.segment().get(ValueLayout.JAVA_BYTE, 8), "nothing of the other peer's landed");
+                assertEquals(5, target.segment().get(ValueLayout.JAVA_BYTE, 15));
+            }
+            try (Connection third = other.connect(p.listener().address())) {
+                Throwable r = cause(third.read(copy, other.allocate(4096)));
+                assertInstanceOf(RemoteAccessException.class, r, "another peer reading with the descriptor: " + r);
+            }
+
+            assertThrows(IllegalArgumentException.class, () -> target.toRemoteFor(p.conn()),
+                    "a connection of another Rdma (the client's)");
+            assertThrows(NullPointerException.class, () -> target.toRemoteFor(null));
+            assertEquals(1, target.openLeases());
+            toFirst.close();
+            assertThrows(dev.jrdma.exceptions.ConnectionClosedException.class, () -> target.toRemoteFor(toFirst));
+            for (long until = System.nanoTime() + 10_000_000_000L; target.openLeases() > 0 && System.nanoTime() < until; ) {
+                Thread.onSpinWait();
+            }
+            assertEquals(0, target.openLeases(), "the exposure ended with its connection");
+            target.close();
+            assertThrows(IllegalStateException.class, () -> target.toRemoteFor(toFirst));
         }
     }
 

@@ -29,6 +29,18 @@ public interface Device extends AutoCloseable {
     }
 
     /**
+     * Registers {@code memory} for the peer of {@code qp} alone: a request with its key that
+     * comes on any other queue pair is refused as if the key named nothing.
+     *
+     * @throws dev.jrdma.exceptions.UnsupportedCapabilityException when the device cannot limit
+     *         a key to one queue pair
+     */
+    default MemoryRegistration registerFor(QueuePair qp, MemorySegment memory, int access) {
+        throw new UnsupportedCapabilityException("a registration for one connection", name(),
+                "this provider cannot limit a key to one queue pair");
+    }
+
+    /**
      * Registers {@code memory} for on-demand paging (explicit ODP): the pages are not pinned,
      * the device faults them in as it touches them.
      *

@@ -9,6 +9,7 @@ import dev.jrdma.spi.Device;
 import dev.jrdma.spi.DeviceCapabilities;
 import dev.jrdma.spi.DeviceEventHandler;
 import dev.jrdma.spi.MemoryRegistration;
+import dev.jrdma.spi.QueuePair;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -90,6 +91,17 @@ final class TcpDevice implements Device {
             throw new IllegalArgumentException("tcp: only native memory can be registered (this segment is on the heap)");
         }
         return registrations.register(memory, access);
+    }
+
+    @Override
+    public MemoryRegistration registerFor(QueuePair qp, MemorySegment memory, int access) {
+        if (!memory.isNative()) {
+            throw new IllegalArgumentException("tcp: only native memory can be registered (this segment is on the heap)");
+        }
+        if (!(qp instanceof TcpQueuePair tqp) || tqp.registrations != registrations) {
+            throw new IllegalArgumentException("tcp: " + qp + " is not a queue pair of this device");
+        }
+        return registrations.register(memory, access, tqp.qpNum);
     }
 
     @Override

@@ -19,6 +19,8 @@ final class TcpMemoryRegistration implements MemoryRegistration {
     private final MemorySegment memory;
     private final int key;
     private final int access;
+    /** The one queue pair whose peer may use this key (its qpNum), or 0: any. */
+    private final int onlyQp;
     private final AtomicInteger inside = new AtomicInteger();
     private volatile boolean closed;
     /** While closing: the close itself, and the peers told to unmap that have not said so; guarded by this. */
@@ -29,11 +31,17 @@ final class TcpMemoryRegistration implements MemoryRegistration {
     private final java.util.concurrent.CopyOnWriteArrayList<TcpQueuePair> sharedWith =
             new java.util.concurrent.CopyOnWriteArrayList<>();
 
-    TcpMemoryRegistration(TcpRegistrations table, MemorySegment memory, int key, int access) {
+    TcpMemoryRegistration(TcpRegistrations table, MemorySegment memory, int key, int access, int onlyQp) {
         this.table = table;
         this.memory = memory;
         this.key = key;
         this.access = access;
+        this.onlyQp = onlyQp;
+    }
+
+    /** Whether the peer of queue pair {@code qpNum} may use this key. */
+    boolean reachableFrom(int qpNum) {
+        return onlyQp == 0 || onlyQp == qpNum;
     }
 
     @Override

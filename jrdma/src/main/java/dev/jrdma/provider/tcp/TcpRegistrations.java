@@ -47,6 +47,11 @@ final class TcpRegistrations {
     }
 
     synchronized TcpMemoryRegistration register(MemorySegment memory, int access) {
+        return register(memory, access, 0);
+    }
+
+    /** A registration whose key only the peer of queue pair {@code onlyQp} may use (0: any peer). */
+    synchronized TcpMemoryRegistration register(MemorySegment memory, int access, int onlyQp) {
         int index;
         int key;
         do {
@@ -65,7 +70,7 @@ final class TcpRegistrations {
                 index = -1;
             }
         } while (index < 0);
-        TcpMemoryRegistration r = new TcpMemoryRegistration(this, memory, key, access);
+        TcpMemoryRegistration r = new TcpMemoryRegistration(this, memory, key, access, onlyQp);
         table.set(index, r);
         return r;
     }
@@ -109,11 +114,31 @@ final class TcpRegistrations {
     private final TcpMemoryRegistration[] recent = new TcpMemoryRegistration[RECENT_MASK + 1];
 
     /**
+     * The open registration with {@code key} that the peer of queue pair {@code qpNum} may use,
+     * or null. A key scoped to another connection is, to this peer, a key that names nothing:
+     * the answer says no more than that.
+     */
+    TcpMemoryRegistration lookupFrom(int qpNum, int key) {
+        TcpMemoryRegistration r = lookup(key);
+        return r != null && r.reachableFrom(qpNum) ? r : null;
+    }
+
+    /** {@link #check} for a request of the peer of queue pair {@code qpNum}. */
+    TcpMemoryRegistration checkFrom(int qpNum, int key, long address, long length, int access, StringBuilder why) {
+        return check(lookupFrom(qpNum, key), key, address, length, access, why);
+    }
+
+    /**
      * The registration that grants {@code access} over {@code [address, address + length)}
      * under {@code key}, or null; {@code why} (when not null) gets the reason for a refusal.
+     * For this side's own (local) use; a peer's requests go through {@link #checkFrom}.
      */
     TcpMemoryRegistration check(int key, long address, long length, int access, StringBuilder why) {
-        TcpMemoryRegistration r = lookup(key);
+        return check(lookup(key), key, address, length, access, why);
+    }
+
+    private static TcpMemoryRegistration check(TcpMemoryRegistration r, int key, long address, long length, int access,
+                                               StringBuilder why) {
         if (r == null) {
             if (why != null) {
                 why.append("no registration has key 0x").append(Integer.toHexString(key));

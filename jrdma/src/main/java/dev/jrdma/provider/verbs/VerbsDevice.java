@@ -20,6 +20,7 @@ import dev.jrdma.spi.Device;
 import dev.jrdma.spi.DeviceCapabilities;
 import dev.jrdma.spi.DeviceEventHandler;
 import dev.jrdma.spi.MemoryRegistration;
+import dev.jrdma.spi.QueuePair;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -165,6 +166,16 @@ final class VerbsDevice implements Device {
     @Override
     public void checkMemoryBudget(long bytes) {
         MemlockBudget.check(name(), bytes);
+    }
+
+    @Override
+    public MemoryRegistration registerFor(QueuePair qp, MemorySegment memory, int access) {
+        // A key that only one QP may use is a type 2B memory window bound on that QP; binding
+        // windows (IBV_WR_BIND_MW, and invalidating them to revoke) is issue 22's.
+        throw new UnsupportedCapabilityException("a registration for one connection", name(),
+                "it takes a type 2B memory window bound on the connection's queue pair, which jrdma's verbs provider "
+                        + "does not bind yet (the device reports max_mw " + info.maxMw() + "); toRemote() exposes "
+                        + "exactly the range to every peer holding the descriptor");
     }
 
     @Override
