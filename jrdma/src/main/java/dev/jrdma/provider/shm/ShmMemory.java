@@ -138,7 +138,7 @@ final class ShmMemory implements TcpSameHost {
 
     @Override
     public synchronized byte[] rendezvousName() {
-        if (closed) {
+        if (closed || !ShmRendezvous.trustsOwnUid(uid)) {
             return new byte[0];
         }
         if (rendezvous == null) {

@@ -40,6 +40,27 @@ final class ShmRendezvous implements AutoCloseable {
     static final String PREFIX = "jrdma-shm.";
     static final int BACKLOG = 4096, MAX_WAITING = 4096, MAX_EXPECTED = 65536;
     static final long WAIT_NANOS = 10_000_000_000L;
+    /**
+     * The kernel's overflow uid (its default, {@code /proc/sys/kernel/overflowuid}): what
+     * SO_PEERCRED reports for a process of another user namespace whose uid has no mapping in
+     * ours. A process that itself runs as it cannot tell such a stranger from its own user, so
+     * it trusts nobody over shm.
+     */
+    static final int OVERFLOW_UID = 65534;
+    private static final java.util.concurrent.atomic.AtomicBoolean OVERFLOW_REPORTED = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** Whether a process of uid {@code ours} may trust peers of its own uid; says once why not. */
+    static boolean trustsOwnUid(int ours) {
+        if (ours != OVERFLOW_UID) {
+            return true;
+        }
+        if (OVERFLOW_REPORTED.compareAndSet(false, true)) {
+            Log.quietly(System.Logger.Level.INFO, "shm: this process runs as uid " + OVERFLOW_UID + ", the kernel's "
+                    + "overflow uid, which is also how a process of another user namespace appears: a peer of "
+                    + "our own user cannot be told from a stranger, so connections stay on tcp", null);
+        }
+        return false;
+    }
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final byte[] name;
@@ -101,6 +122,9 @@ final class ShmRendezvous implements AutoCloseable {
 
     /** Server side: connects to a client's rendezvous; null when it is not a process of our uid, or not there. */
     static ShmChannel connect(byte[] name, int ourUid) {
+        if (!trustsOwnUid(ourUid)) {
+            return null;
+        }
         if (!wellFormed(name)) {
             Log.quietly(System.Logger.Level.INFO, "shm: the client named a rendezvous that is not jrdma's; "
                     + "the connection stays on tcp", null);
@@ -160,7 +184,7 @@ final class ShmRendezvous implements AutoCloseable {
                 break;
             }
             UnixSockets.Credentials peer = UnixSockets.peer(s);
-            if (peer.uid() != uid) {
+            if (peer.uid() != uid || uid == OVERFLOW_UID) {
                 Sockets.close(s);
                 if (reportedUids.size() < 16 && reportedUids.add(peer.uid())) {
                     Log.quietly(System.Logger.Level.INFO, "shm: a process of uid " + peer.uid() + " (pid " + peer.pid()
