@@ -137,6 +137,8 @@ public final class Connection implements AutoCloseable {
     private volatile BiConsumer<Connection, Message> onReceive;
     private volatile Consumer<Connection> onDisconnect;
     private boolean tearingDown;
+    /** Completions handed to this connection so far (the polling thread's). */
+    private long completions;
     /** The IO thread is inside this connection's poll (on that thread only). */
     private boolean polling;
     private long teardownDeadline;
@@ -147,14 +149,15 @@ public final class Connection implements AutoCloseable {
         public int poll() {
             polling = true;
             int n;
+            long before = completions;
             try {
                 n = cq.poll(sink, 32);
             } finally {
                 polling = false;
             }
-            // n counts the peer's frames served too: past the deadline a peer that keeps sending
-            // does not hold the release back.
-            if (tearingDown && ((n == 0 && drained()) || System.nanoTime() > teardownDeadline)) {
+            // n counts the peer's frames served too (a peer that keeps sending during our
+            // teardown must not hold it back): the release waits for a pass without completions.
+            if (tearingDown && ((completions == before && drained()) || System.nanoTime() > teardownDeadline)) {
                 release();
             }
             return n;
@@ -1069,6 +1072,7 @@ public final class Connection implements AutoCloseable {
     }
 
     private void onCompletion(long wrId, int status, int opcode, int byteLen, int imm, boolean withImm) {
+        completions++;
         if ((wrId & RECV_FLAG) != 0) {
             onReceiveCompletion((int) (wrId & 0xffff_ffffL), status, opcode, byteLen, imm, withImm);
             return;
@@ -1379,9 +1383,25 @@ public final class Connection implements AutoCloseable {
         return q;
     }
 
-    /** Runs {@code r} once this connection is released (at once if it is already). */
-    void whenReleased(Runnable r) {
-        released.thenRun(r);
+    /** What runs once when this connection is released (scoped exposures ending); any thread adds and removes. */
+    private final java.util.Set<Runnable> releaseHooks = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /** Runs {@code r} once this connection is released (at once, here, if it is already). */
+    void addReleaseHook(Runnable r) {
+        releaseHooks.add(r);
+        if (released.isDone() && releaseHooks.remove(r)) {   // whoever removes it runs it
+            r.run();
+        }
+    }
+
+    /** Release hooks waiting: for tests. */
+    int releaseHookCount() {
+        return releaseHooks.size();
+    }
+
+    /** {@code r} is not to run any more (what it would end ended otherwise). */
+    void removeReleaseHook(Runnable r) {
+        releaseHooks.remove(r);
     }
 
     /** Frees everything; fails what is still outstanding (it should be nothing after the flush). */
@@ -1427,6 +1447,15 @@ public final class Connection implements AutoCloseable {
             server.forget(this);
         }
         released.complete(null);
+        for (Runnable hook : releaseHooks) {
+            if (releaseHooks.remove(hook)) {
+                try {
+                    hook.run();
+                } catch (RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "ending an exposure to the connection to " + remoteAddress + " failed", e);
+                }
+            }
+        }
         Consumer<Connection> cb = onDisconnect;
         if (cb != null && connected.isDone() && !connected.isCompletedExceptionally()) {
             try {

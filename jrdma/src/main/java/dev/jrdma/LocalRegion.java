@@ -196,9 +196,7 @@ public final class LocalRegion implements AutoCloseable {
             throw new IllegalArgumentException("toRemoteFor: " + connection + " belongs to another Rdma than this region");
         }
         int bits = rights.length == 0 ? defaultRights() : rightsBits("toRemoteFor", rights);
-        MemoryRegistration r = resources.newScoped(segment, bits, connection.establishedQueuePair("toRemoteFor"));
-        RegionResources res = resources;
-        connection.whenReleased(() -> res.endLease(r));
+        MemoryRegistration r = resources.newScoped(segment, bits, connection);
         int granted = bits | (root().directWriteToPmem ? RemoteRegion.DIRECT_WRITE_TO_PMEM : 0);
         return new RemoteRegion(segment.address(), segment.byteSize(), r.rkey(), granted);
     }

@@ -2,7 +2,6 @@ package dev.jrdma;
 
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.MemoryRegistration;
-import dev.jrdma.spi.QueuePair;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
@@ -103,18 +102,46 @@ final class RegionResources {
     }
 
     /**
-     * A registration of {@code memory} (the region or a slice of it) that only the peer of
-     * {@code qp} may use; it ends like a lease ({@link #endLease}), when that connection ends.
+     * Exposures scoped to one connection and not ended yet, with the hook each left on its
+     * connection: a region that closes first takes its hooks back, so a long-lived connection
+     * does not keep closed regions reachable. Guarded by this.
      */
-    synchronized MemoryRegistration newScoped(MemorySegment memory, int rights, QueuePair qp) {
-        if (closed) {
-            throw new IllegalStateException("toRemoteFor: this region is closed: " + this);
+    private Map<MemoryRegistration, ScopedHook> scoped;
+
+    private record ScopedHook(Connection connection, Runnable end) {
+    }
+
+    /**
+     * A registration of {@code memory} (the region or a slice of it) that only the peer of
+     * {@code connection} may use; it ends like a lease ({@link #endLease}) when that connection
+     * is released, or with this region.
+     */
+    MemoryRegistration newScoped(MemorySegment memory, int rights, Connection connection) {
+        MemoryRegistration r;
+        Runnable end;
+        synchronized (this) {
+            if (closed) {
+                throw new IllegalStateException("toRemoteFor: this region is closed: " + this);
+            }
+            r = rdma.registerExposureFor(connection.establishedQueuePair("toRemoteFor"), memory, withLocalWrite(rights));
+            if (leases == null) {
+                leases = new ArrayList<>();
+            }
+            leases.add(r);
+            if (scoped == null) {
+                scoped = new HashMap<>();
+            }
+            end = () -> {
+                synchronized (this) {
+                    if (scoped != null) {
+                        scoped.remove(r);
+                    }
+                }
+                endLease(r);
+            };
+            scoped.put(r, new ScopedHook(connection, end));
         }
-        MemoryRegistration r = rdma.registerExposureFor(qp, memory, withLocalWrite(rights));
-        if (leases == null) {
-            leases = new ArrayList<>();
-        }
-        leases.add(r);
+        connection.addReleaseHook(end);   // outside the lock: it runs at once if the connection is gone
         return r;
     }
 
@@ -159,6 +186,10 @@ final class RegionResources {
             }
             exposures = null;
             leases = null;
+            if (scoped != null) {
+                scoped.values().forEach(h -> h.connection().removeReleaseHook(h.end()));
+                scoped = null;
+            }
         }
         RuntimeException failure = null;
         if (!pooled) {

@@ -261,6 +261,11 @@ abstract class RegisteredMemoryConformance {
                     "a connection of another Rdma (the client's)");
             assertThrows(NullPointerException.class, () -> target.toRemoteFor(null));
             assertEquals(1, target.openLeases());
+            LocalRegion brief = p.server().allocate(64);
+            brief.toRemoteFor(toFirst);
+            assertEquals(2, toFirst.releaseHookCount());
+            brief.close();
+            assertEquals(1, toFirst.releaseHookCount(), "a region closed first takes its hook off the connection");
             toFirst.close();
             assertThrows(dev.jrdma.exceptions.ConnectionClosedException.class, () -> target.toRemoteFor(toFirst));
             for (long until = System.nanoTime() + 10_000_000_000L; target.openLeases() > 0 && System.nanoTime() < until; ) {

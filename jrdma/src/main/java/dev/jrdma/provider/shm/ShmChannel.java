@@ -2,6 +2,7 @@ package dev.jrdma.provider.shm;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import dev.jrdma.os.Errno;
 import dev.jrdma.os.Sockets;
 import dev.jrdma.os.UnixSockets;
 import dev.jrdma.provider.tcp.SameHostChannel;
@@ -25,6 +26,7 @@ final class ShmChannel implements SameHostChannel {
     /** The record the rendezvous read to find who this channel is for; receive() returns it first. */
     private Record first;
     private boolean closed;
+    private boolean broken;
 
     ShmChannel(int fd, long peerPid) {
         this.fd = fd;
@@ -68,10 +70,18 @@ final class ShmChannel implements SameHostChannel {
             if (got.fd() >= 0) {
                 Sockets.close(got.fd());
             }
+            if (got.length() != -Errno.EAGAIN && got.length() != -Errno.EINTR) {
+                broken = true;   // the end (0), an error, or a packet that is no record
+            }
             return null;
         }
         return new Record(buffer.get(JAVA_LONG, 0), buffer.get(JAVA_LONG, 8), buffer.get(JAVA_LONG, 16),
                 buffer.get(JAVA_LONG, 24), buffer.get(JAVA_LONG, 32), got.fd());
+    }
+
+    @Override
+    public synchronized boolean broken() {
+        return broken || closed;
     }
 
     @Override

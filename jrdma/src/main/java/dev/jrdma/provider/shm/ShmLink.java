@@ -77,7 +77,7 @@ final class ShmLink implements SameHostLink {
     }
 
     @Override
-    public synchronized boolean offer(byte[] rendezvous, byte[] nonce) {
+    public synchronized boolean offer(byte[] rendezvous, byte[] nonce, long binding) {
         if (closed || txMemory == null) {
             return false;
         }
@@ -86,7 +86,7 @@ final class ShmLink implements SameHostLink {
             return false;   // logged: another user, another network namespace, or not a rendezvous
         }
         ByteBuffer n = ByteBuffer.wrap(nonce).order(ByteOrder.LITTLE_ENDIAN);
-        if (!ch.send(SameHostChannel.RING_OFFER, n.getLong(), n.getLong(), 0, 0, -1)) {
+        if (!ch.send(SameHostChannel.RING_OFFER, n.getLong(), n.getLong(), binding, 0, -1)) {
             ch.close();
             return false;
         }
@@ -95,7 +95,7 @@ final class ShmLink implements SameHostLink {
     }
 
     @Override
-    public synchronized boolean join(byte[] nonce) {
+    public synchronized boolean join(byte[] nonce, long binding) {
         if (closed) {
             return false;
         }
@@ -109,6 +109,13 @@ final class ShmLink implements SameHostLink {
         SameHostChannel.Record offer = ch.receive();
         if (offer != null && offer.fd() >= 0) {
             Sockets.close(offer.fd());
+        }
+        if (offer != null && offer.kind() == SameHostChannel.RING_OFFER && offer.c() != binding) {
+            Log.quietly(System.Logger.Level.WARNING, "shm: a process of our user (pid " + ch.peerPid() + ") offered a "
+                    + "same-host channel for another TCP connection than ours: our handshake was relayed to it by the "
+                    + "server; refused, the connection stays on tcp", null);
+            ch.close();
+            return false;
         }
         if (offer == null || offer.kind() != SameHostChannel.RING_OFFER || offer.fd() >= 0 || !sendRing(ch)) {
             ch.close();
@@ -147,7 +154,7 @@ final class ShmLink implements SameHostLink {
     private int receivePeerRing() {
         SameHostChannel.Record r = channel.receive();
         if (r == null) {
-            return 0;
+            return channel.broken() ? -1 : 0;
         }
         if (r.kind() != SameHostChannel.RING) {
             if (r.fd() >= 0) {

@@ -34,12 +34,17 @@ import java.util.Set;
  * drain runs before every HELLO and at every ACCEPT, so unasked offers do not pile up in the
  * kernel's queue between connects. Bounded: at most {@link #MAX_WAITING} connections wait
  * (each holds one descriptor), each for at most {@link #WAIT_NANOS}, and at most
- * {@link #MAX_EXPECTED} nonces.
+ * {@link #MAX_EXPECTED} nonces, each for at most {@link #EXPECT_NANOS}.
  */
 final class ShmRendezvous implements AutoCloseable {
     static final String PREFIX = "jrdma-shm.";
     static final int BACKLOG = 4096, MAX_WAITING = 4096, MAX_EXPECTED = 65536;
     static final long WAIT_NANOS = 10_000_000_000L;
+    /**
+     * How long a nonce is expected after its HELLO went: longer than any connect's time-out, so
+     * that a server slow to take the HELLO (its backlog full) still gets its offer through.
+     */
+    static final long EXPECT_NANOS = 120_000_000_000L;
     /**
      * The kernel's overflow uid (its default, {@code /proc/sys/kernel/overflowuid}): what
      * SO_PEERCRED reports for a process of another user namespace whose uid has no mapping in
@@ -147,7 +152,7 @@ final class ShmRendezvous implements AutoCloseable {
         return new ShmChannel(fd, peer.pid());
     }
 
-    /** Client side: a fresh nonce for one HELLO; an offer is kept only if it brings one of these. */
+    /** Client side: a fresh nonce for one HELLO; an offer is kept only if it brings one of these (within {@link #EXPECT_NANOS}). */
     synchronized byte[] expect() {
         byte[] nonce = new byte[16];
         RANDOM.nextBytes(nonce);
@@ -199,7 +204,7 @@ final class ShmRendezvous implements AutoCloseable {
             Waiting w = it.next();
             SameHostChannel.Record r = w.channel.receive();
             if (r == null) {
-                if (now - w.since > WAIT_NANOS) {
+                if (w.channel.broken() || now - w.since > WAIT_NANOS) {
                     it.remove();
                     w.channel.close();
                 }
@@ -219,7 +224,7 @@ final class ShmRendezvous implements AutoCloseable {
             byNonce.put(nonce, new Waiting(w.channel, now));
         }
         for (Iterator<Long> it = expected.values().iterator(); it.hasNext(); ) {
-            if (now - it.next() > WAIT_NANOS) {
+            if (now - it.next() > EXPECT_NANOS) {
                 it.remove();
             } else {
                 break;   // in the order handed out

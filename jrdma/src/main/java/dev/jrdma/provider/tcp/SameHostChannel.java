@@ -8,8 +8,8 @@ package dev.jrdma.provider.tcp;
  * receiver finds the record waiting when the frame arrives (a Unix socket queues at the send).
  *
  * <p>Records: {@link #RING_OFFER} (server to client, at the handshake: the nonce of the client's
- * HELLO and nothing else: no descriptor goes to a rendezvous before its owner claimed the
- * nonce), {@link #RING} (each side's stream ring: offset and size in the fd; the client's first,
+ * HELLO, and the TCP connection it is for, {@link TcpHandshake#binding}; no descriptor goes to
+ * a rendezvous before its owner claimed the nonce), {@link #RING} (each side's stream ring: offset and size in the fd; the client's first,
  * the server's after it took the client's) and {@link #MAP} (an answer to MAP_REQUEST: key,
  * offset and length in the fd).
  */
@@ -28,6 +28,12 @@ public interface SameHostChannel extends AutoCloseable {
 
     /** The next record, or null when none is waiting or what waits is not a record (its descriptor closed). */
     Record receive();
+
+    /**
+     * Whether a {@link #receive} found the channel ended (the peer closed it, or it failed) or
+     * a packet that is not a record: nothing that was to come will.
+     */
+    boolean broken();
 
     @Override
     void close();

@@ -23,11 +23,19 @@ package dev.jrdma.provider.tcp;
  * against our user) into a process that never asked for it.
  */
 public interface SameHostLink extends AutoCloseable {
-    /** Server: proves itself at the client's rendezvous and sends the client's nonce (no descriptor); false: no link. */
-    boolean offer(byte[] rendezvous, byte[] nonce);
+    /**
+     * Server: proves itself at the client's rendezvous and sends the client's nonce and
+     * {@code binding} (no descriptor); false: no link. {@code binding}: this TCP connection as
+     * both ends see it ({@link TcpHandshake#binding}).
+     */
+    boolean offer(byte[] rendezvous, byte[] nonce, long binding);
 
-    /** Client: takes the channel a server opened with our nonce and sends our ring; false: no link (logged). */
-    boolean join(byte[] nonce);
+    /**
+     * Client: takes the channel a server opened with our nonce, checks that it was opened for
+     * this TCP connection ({@code binding}: a server that relays our HELLO to another of our
+     * user's is on another connection), and sends our ring; false: no link (logged).
+     */
+    boolean join(byte[] nonce, long binding);
 
     /**
      * Server: READY_TO_USE said rings, so the client's ring must be waiting on the channel: maps

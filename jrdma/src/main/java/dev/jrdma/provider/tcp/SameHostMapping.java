@@ -62,7 +62,7 @@ final class SameHostMapping {
     boolean answerMap(FrameHeader f) {
         SameHostPeer peer = qp.sameHost;
         TcpSameHost support = peer == null ? null : peer.support;
-        TcpMemoryRegistration r = qp.registrations.lookupFrom(qp.qpNum, f.rkey);
+        TcpMemoryRegistration r = qp.registrations.lookupFrom(qp.scope, f.rkey);
         if (r == null && ++unknownKeyMapRequests > TcpQueuePair.MAX_UNKNOWN_KEY_MAP_REQUESTS) {
             // An honest peer asks only for keys it was given: one that was closed since fails
             // the operation behind it, and the connection with it. Many are a search for keys.

@@ -252,7 +252,17 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
 
     /** Client, at an ACCEPT that offers a same-host link: take it by our nonce (see {@link SameHostLink#join}). */
     private boolean joinSameHost() {
-        return qp.joinSameHost(nonce);
+        return qp.joinSameHost(nonce, binding(false));
+    }
+
+    /** This TCP connection as both ends see it: (server address, client address), from the kernel. */
+    private long binding(boolean server) {
+        try {
+            InetSocketAddress ours = Sockets.localAddress(fd), theirs = Sockets.remoteAddress(fd);
+            return server ? TcpHandshake.binding(ours, theirs) : TcpHandshake.binding(theirs, ours);
+        } catch (RuntimeException e) {
+            return 0;   // the socket's ends are unknown (it failed): no binding matches, so no rings
+        }
     }
 
     private void established(CmEventHandler handler, byte[] peerPrivateData) {
@@ -414,7 +424,7 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
         // A client that may share this host named its rendezvous: prove ourselves there and send its nonce.
         sameHostOffered = sameHost() && peerHello.rendezvous().length > 0
-                && qp.offerRing(peerHello.rendezvous(), peerHello.nonce());
+                && qp.offerRing(peerHello.rendezvous(), peerHello.nonce(), binding(true));
         send(TcpHandshake.hello(TcpHandshake.ACCEPT, qpSpec, manager.bootId(), new byte[0], new byte[16],
                 sameHostOffered ? TcpHandshake.SAME_HOST_OFFERED : 0, answer));
     }

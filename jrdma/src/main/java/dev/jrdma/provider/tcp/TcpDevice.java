@@ -101,7 +101,7 @@ final class TcpDevice implements Device {
         if (!(qp instanceof TcpQueuePair tqp) || tqp.registrations != registrations) {
             throw new IllegalArgumentException("tcp: " + qp + " is not a queue pair of this device");
         }
-        return registrations.register(memory, access, tqp.qpNum);
+        return registrations.register(memory, access, tqp.scope);
     }
 
     @Override

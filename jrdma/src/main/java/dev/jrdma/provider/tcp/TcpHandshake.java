@@ -2,8 +2,11 @@ package dev.jrdma.provider.tcp;
 
 import dev.jrdma.spi.QueuePairSpec;
 
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
 
 /**
@@ -93,6 +96,32 @@ final class TcpHandshake {
         ByteBuffer b = ByteBuffer.allocate(HEADER_SIZE + privateData.length).order(ByteOrder.LITTLE_ENDIAN);
         return b.put(header(REJECT, privateData.length)).put(privateData).array();
     }
+
+    /**
+     * A TCP connection as both its ends see it, {@code server} and {@code client} addresses from
+     * the kernel (IPv4-mapped IPv6 as IPv4), hashed to 64 bits: what ties a same-host offer to
+     * the connection whose HELLO asked for it.
+     */
+    static long binding(InetSocketAddress server, InetSocketAddress client) {
+        try {
+            MessageDigest d = MessageDigest.getInstance("SHA-256");
+            for (InetSocketAddress a : new InetSocketAddress[] {server, client}) {
+                byte[] ip = a.getAddress().getAddress();
+                if (ip.length == 16 && Arrays.equals(Arrays.copyOf(ip, 12), V4_MAPPED)) {
+                    ip = Arrays.copyOfRange(ip, 12, 16);
+                }
+                d.update((byte) ip.length);
+                d.update(ip);
+                d.update((byte) (a.getPort() >> 8));
+                d.update((byte) a.getPort());
+            }
+            return ByteBuffer.wrap(d.digest()).getLong();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is part of every JDK", e);
+        }
+    }
+
+    private static final byte[] V4_MAPPED = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff};
 
     /** The kind of a header, after checking magic, version and length; throws naming what is wrong. */
     static byte checkHeader(byte[] h) {

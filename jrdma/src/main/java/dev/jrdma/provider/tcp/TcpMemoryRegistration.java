@@ -19,8 +19,11 @@ final class TcpMemoryRegistration implements MemoryRegistration {
     private final MemorySegment memory;
     private final int key;
     private final int access;
-    /** The one queue pair whose peer may use this key (its qpNum), or 0: any. */
-    private final int onlyQp;
+    /**
+     * The one queue pair whose peer may use this key (its {@link TcpQueuePair#scope}), or 0:
+     * any. A scope, not a qpNum: qpNums wrap at 2^24 and anyone who reaches the port moves them.
+     */
+    private final long onlyScope;
     private final AtomicInteger inside = new AtomicInteger();
     private volatile boolean closed;
     /** While closing: the close itself, and the peers told to unmap that have not said so; guarded by this. */
@@ -31,17 +34,17 @@ final class TcpMemoryRegistration implements MemoryRegistration {
     private final java.util.concurrent.CopyOnWriteArrayList<TcpQueuePair> sharedWith =
             new java.util.concurrent.CopyOnWriteArrayList<>();
 
-    TcpMemoryRegistration(TcpRegistrations table, MemorySegment memory, int key, int access, int onlyQp) {
+    TcpMemoryRegistration(TcpRegistrations table, MemorySegment memory, int key, int access, long onlyScope) {
         this.table = table;
         this.memory = memory;
         this.key = key;
         this.access = access;
-        this.onlyQp = onlyQp;
+        this.onlyScope = onlyScope;
     }
 
-    /** Whether the peer of queue pair {@code qpNum} may use this key. */
-    boolean reachableFrom(int qpNum) {
-        return onlyQp == 0 || onlyQp == qpNum;
+    /** Whether the peer of the queue pair with {@code scope} may use this key. */
+    boolean reachableFrom(long scope) {
+        return onlyScope == 0 || onlyScope == scope;
     }
 
     @Override

@@ -38,7 +38,7 @@ final class TcpOneSided {
         why.setLength(0);
         long length = f.compareAdd;
         TcpMemoryRegistration r = length <= 0 ? null
-                : qp.registrations.checkFrom(qp.qpNum, f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
+                : qp.registrations.checkFrom(qp.scope, f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
         if (length > 0 && (r == null || !r.enter())) {
             responder.refuse(WorkCompletion.REM_ACCESS_ERR, "FLUSH", r == null ? why : "the region was closed");
             return;
@@ -70,7 +70,7 @@ final class TcpOneSided {
         TcpMemoryRegistration r = null;
         if (length > 0) {
             why.setLength(0);
-            r = qp.registrations.checkFrom(qp.qpNum, f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
+            r = qp.registrations.checkFrom(qp.scope, f.rkey, f.addr, length, AccessFlags.REMOTE_READ, why);
             if (r == null || !r.enter()) {
                 responder.refuse(WorkCompletion.REM_ACCESS_ERR, "READ", r == null ? why : "the region was closed");
                 return;
@@ -89,7 +89,7 @@ final class TcpOneSided {
     /** A compare-and-swap or fetch-and-add: checked, done with a CPU atomic, and answered with the prior value. */
     void atomic(FrameHeader f) {
         why.setLength(0);
-        TcpMemoryRegistration r = qp.registrations.checkFrom(qp.qpNum, f.rkey, f.addr, 8, AccessFlags.REMOTE_ATOMIC, why);
+        TcpMemoryRegistration r = qp.registrations.checkFrom(qp.scope, f.rkey, f.addr, 8, AccessFlags.REMOTE_ATOMIC, why);
         if (r == null || (f.addr & 7) != 0 || !r.enter()) {
             if (r != null && (f.addr & 7) != 0) {
                 responder.refuse(WorkCompletion.REM_INV_REQ_ERR, typeName(f.type), "address 0x" + Long.toHexString(f.addr)

@@ -52,6 +52,12 @@ final class TcpQueuePair implements QueuePair {
 
     final int fd;
     final int qpNum;
+    /**
+     * Who this queue pair is among all of the process's, for keys scoped to one connection
+     * ({@link TcpMemoryRegistration#reachableFrom}): never 0, never reused (a qpNum wraps at 2^24).
+     */
+    final long scope = SCOPES.incrementAndGet();
+    private static final java.util.concurrent.atomic.AtomicLong SCOPES = new java.util.concurrent.atomic.AtomicLong();
     final TcpRegistrations registrations;
     final TcpCompletionQueue cq;
     final QueuePairSpec granted;
@@ -151,13 +157,13 @@ final class TcpQueuePair implements QueuePair {
     }
 
     /** Server, at ACCEPT: proves itself at the client's rendezvous and sends its nonce (see {@link SameHostLink#offer}). */
-    boolean offerRing(byte[] rendezvous, byte[] nonce) {
-        return rings != null && rings.offer(rendezvous, nonce);
+    boolean offerRing(byte[] rendezvous, byte[] nonce, long binding) {
+        return rings != null && rings.offer(rendezvous, nonce, binding);
     }
 
     /** Client, at an ACCEPT that offers rings: takes the channel and sends our ring (see {@link SameHostLink#join}). */
-    boolean joinSameHost(byte[] nonce) {
-        return rings != null && rings.join(nonce);
+    boolean joinSameHost(byte[] nonce, long binding) {
+        return rings != null && rings.join(nonce, binding);
     }
 
     /** Server, at READY_TO_USE saying rings: the client's ring must be waiting on the channel; ours goes back. */

@@ -50,8 +50,8 @@ final class TcpRegistrations {
         return register(memory, access, 0);
     }
 
-    /** A registration whose key only the peer of queue pair {@code onlyQp} may use (0: any peer). */
-    synchronized TcpMemoryRegistration register(MemorySegment memory, int access, int onlyQp) {
+    /** A registration whose key only the peer of the queue pair with scope {@code onlyScope} may use (0: any peer). */
+    synchronized TcpMemoryRegistration register(MemorySegment memory, int access, long onlyScope) {
         int index;
         int key;
         do {
@@ -70,7 +70,7 @@ final class TcpRegistrations {
                 index = -1;
             }
         } while (index < 0);
-        TcpMemoryRegistration r = new TcpMemoryRegistration(this, memory, key, access, onlyQp);
+        TcpMemoryRegistration r = new TcpMemoryRegistration(this, memory, key, access, onlyScope);
         table.set(index, r);
         return r;
     }
@@ -114,18 +114,18 @@ final class TcpRegistrations {
     private final TcpMemoryRegistration[] recent = new TcpMemoryRegistration[RECENT_MASK + 1];
 
     /**
-     * The open registration with {@code key} that the peer of queue pair {@code qpNum} may use,
+     * The open registration with {@code key} that the peer of the queue pair with {@code scope} may use,
      * or null. A key scoped to another connection is, to this peer, a key that names nothing:
      * the answer says no more than that.
      */
-    TcpMemoryRegistration lookupFrom(int qpNum, int key) {
+    TcpMemoryRegistration lookupFrom(long scope, int key) {
         TcpMemoryRegistration r = lookup(key);
-        return r != null && r.reachableFrom(qpNum) ? r : null;
+        return r != null && r.reachableFrom(scope) ? r : null;
     }
 
-    /** {@link #check} for a request of the peer of queue pair {@code qpNum}. */
-    TcpMemoryRegistration checkFrom(int qpNum, int key, long address, long length, int access, StringBuilder why) {
-        return check(lookupFrom(qpNum, key), key, address, length, access, why);
+    /** {@link #check} for a request of the peer of the queue pair with {@code scope}. */
+    TcpMemoryRegistration checkFrom(long scope, int key, long address, long length, int access, StringBuilder why) {
+        return check(lookupFrom(scope, key), key, address, length, access, why);
     }
 
     /**

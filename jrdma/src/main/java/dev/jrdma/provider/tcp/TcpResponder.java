@@ -455,7 +455,7 @@ final class TcpResponder implements AutoCloseable {
         }
         if (f.length > 0) {
             why.setLength(0);
-            TcpMemoryRegistration r = qp.registrations.checkFrom(qp.qpNum, f.rkey, f.addr, f.length, AccessFlags.REMOTE_WRITE, why);
+            TcpMemoryRegistration r = qp.registrations.checkFrom(qp.scope, f.rkey, f.addr, f.length, AccessFlags.REMOTE_WRITE, why);
             if (r == null || r.isClosed()) {
                 refuse(WorkCompletion.REM_ACCESS_ERR, "WRITE", r == null ? why : "the region was closed");
                 payload.drop(f.length);

@@ -39,6 +39,12 @@ final class RawPeer implements AutoCloseable {
         return p;
     }
 
+    /** The peer on a connection a raw server socket accepted (a server that speaks the wire itself). */
+    static RawPeer accepted(SocketChannel ch) throws IOException {
+        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        return new RawPeer(ch);
+    }
+
     /** Connects without a handshake. */
     static RawPeer open(InetSocketAddress server) throws IOException {
         SocketChannel ch = SocketChannel.open(server);   // connected while blocking, then non-blocking

@@ -34,13 +34,16 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -265,6 +268,49 @@ class SameHostProofTest {
                 target.destroyForcibly();
             }
         }
+    }
+
+    /**
+     * A server that relays a client's handshake to another server of the client's user on the
+     * client's host (a hostile server A splicing victim V to S): S proves itself at V's
+     * rendezvous with V's nonce, as V's own HELLO asks, and A passes S's ACCEPT on as its own.
+     * The offer names the TCP connection it is for (S's, with A), which is not V's (with A): V
+     * refuses the channel and says READY_TO_USE without rings, so V and S never share a ring
+     * while each believes it talks to A.
+     */
+    @Test
+    @Timeout(60)
+    void aServerThatRelaysOurHandshakeToAnotherOfOurUsersGetsNoRings() throws Exception {
+        try (HostilePeerTest.Target s = HostilePeerTest.Target.start("shm");
+             ServerSocketChannel relay = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+             Rdma v = Rdma.builder().provider("shm").build()) {
+            InetSocketAddress a = (InetSocketAddress) relay.getLocalAddress();
+            CompletableFuture<Connection> victim = CompletableFuture.supplyAsync(() -> v.connect(a));
+            try (RawPeer fromV = RawPeer.accepted(relay.accept()); RawPeer toS = RawPeer.open(s.address)) {
+                byte[] vh = fromV.readFully(TcpHandshake.HEADER_SIZE, 5_000);
+                assertEquals(TcpHandshake.HELLO, TcpHandshake.checkHeader(vh));
+                byte[] vBody = fromV.readFully(TcpHandshake.bodyLength(vh), 5_000);
+                assertTrue(TcpHandshake.decodeHello(vBody).rendezvous().length > 0, "V names its rendezvous");
+                toS.writeFully(ByteBuffer.wrap(concat(vh, vBody)), 5_000);   // V's HELLO, as is, to S
+                byte[] sh = toS.readFully(TcpHandshake.HEADER_SIZE, 5_000);
+                assertEquals(TcpHandshake.ACCEPT, TcpHandshake.checkHeader(sh));
+                byte[] sBody = toS.readFully(TcpHandshake.bodyLength(sh), 5_000);
+                assertEquals(TcpHandshake.SAME_HOST_OFFERED, TcpHandshake.decodeHello(sBody).flags(),
+                        "S proved itself at V's rendezvous, as V's HELLO asked");
+                fromV.writeFully(ByteBuffer.wrap(concat(sh, sBody)), 5_000);   // S's ACCEPT, as A's, to V
+                byte[] rh = fromV.readFully(TcpHandshake.HEADER_SIZE, 5_000);
+                assertEquals(TcpHandshake.READY_TO_USE, TcpHandshake.checkHeader(rh));
+                assertArrayEquals(new byte[] {0}, fromV.readFully(TcpHandshake.bodyLength(rh), 5_000),
+                        "V refused a channel offered for another TCP connection: no rings");
+            }
+            victim.handle((c, e) -> c).get(10, TimeUnit.SECONDS);   // settled: connected (then dropped) or failed
+        }
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] both = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, both, a.length, b.length);
+        return both;
     }
 
     /** Sends a HELLO that claims this host with {@code name} and {@code nonce}; the decoded ACCEPT. */
