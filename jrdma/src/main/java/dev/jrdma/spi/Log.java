@@ -7,6 +7,9 @@ package dev.jrdma.spi;
  */
 public final class Log {
     private static final System.Logger LOGGER = System.getLogger("dev.jrdma");
+    /** For {@link #limited}: per kind of line, when it was last logged and how many were left out since. */
+    private static final java.util.concurrent.ConcurrentHashMap<String, long[]> LIMITED = new java.util.concurrent.ConcurrentHashMap<>();
+    static final long LIMIT_NANOS = 10_000_000_000L;
 
     private Log() {
     }
@@ -22,5 +25,27 @@ public final class Log {
         } catch (Throwable ignored) {
             // Nothing to report it to: the logger is what failed.
         }
+    }
+
+    /**
+     * {@link #quietly} for a line a peer can cause as often as it likes (one per handshake it
+     * sends): at most one line of this {@code kind} (a constant) every 10 s, saying how many
+     * were left out before it. Returns whether it was logged.
+     */
+    public static boolean limited(String kind, System.Logger.Level level, String message) {
+        long[] state = LIMITED.computeIfAbsent(kind, k -> new long[] {System.nanoTime() - LIMIT_NANOS - 1, 0});
+        long now = System.nanoTime();
+        long skipped;
+        synchronized (state) {
+            if (now - state[0] <= LIMIT_NANOS) {
+                state[1]++;
+                return false;
+            }
+            state[0] = now;
+            skipped = state[1];
+            state[1] = 0;
+        }
+        quietly(level, skipped == 0 ? message : message + " (and " + skipped + " more like it in the last 10 s)", null);
+        return true;
     }
 }

@@ -131,22 +131,22 @@ final class ShmRendezvous implements AutoCloseable {
             return null;
         }
         if (!wellFormed(name)) {
-            Log.quietly(System.Logger.Level.INFO, "shm: the client named a rendezvous that is not jrdma's; "
-                    + "the connection stays on tcp", null);
+            Log.limited("shm.notJrdma", System.Logger.Level.INFO, "shm: the client named a rendezvous that is not jrdma's; "
+                    + "the connection stays on tcp");
             return null;
         }
         int fd = UnixSockets.connect(name);
         if (fd < 0) {
-            Log.quietly(System.Logger.Level.INFO, "shm: the client's rendezvous " + new String(name, StandardCharsets.US_ASCII)
-                    + " is not reachable (" + Errno.name(-fd) + ": another network namespace, or not on this host); "
-                    + "the connection stays on tcp", null);
+            Log.limited("shm.unreachable", System.Logger.Level.INFO, "shm: the client's rendezvous "
+                    + new String(name, StandardCharsets.US_ASCII) + " is not reachable (" + Errno.name(-fd)
+                    + ": another network namespace, or not on this host); the connection stays on tcp");
             return null;
         }
         UnixSockets.Credentials peer = UnixSockets.peer(fd);
         if (peer.uid() != ourUid) {
             Sockets.close(fd);
-            Log.quietly(System.Logger.Level.INFO, "shm: the client (pid " + peer.pid() + ") runs as uid " + peer.uid()
-                    + ", not as ours (" + ourUid + "): shm trusts only its own user, so the connection stays on tcp", null);
+            Log.limited("shm.otherUid", System.Logger.Level.INFO, "shm: the client (pid " + peer.pid() + ") runs as uid "
+                    + peer.uid() + ", not as ours (" + ourUid + "): shm trusts only its own user, so the connection stays on tcp");
             return null;
         }
         return new ShmChannel(fd, peer.pid());
