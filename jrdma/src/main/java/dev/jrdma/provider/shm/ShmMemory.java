@@ -148,6 +148,22 @@ final class ShmMemory implements TcpSameHost {
     }
 
     @Override
+    public synchronized int watchFd() {
+        return rendezvous == null ? -1 : rendezvous.fd();
+    }
+
+    @Override
+    public void tend() {
+        ShmRendezvous r;
+        synchronized (this) {
+            r = rendezvous;
+        }
+        if (r != null) {
+            r.tend();
+        }
+    }
+
+    @Override
     public byte[] newNonce() {
         ShmRendezvous r;
         synchronized (this) {

@@ -25,7 +25,8 @@ import java.util.Set;
  * Only connections of our own uid are kept (the kernel says whose they are); the rest are closed
  * and logged. A server connects and sends before it answers the client's HELLO, so when the
  * ACCEPT arrives the channel is in the kernel's queue or taken from it already: a drain takes
- * the whole queue.
+ * the whole queue. A connection manager watches the socket too ({@link #tend}), so an idle
+ * process drains it as well.
  *
  * <p>The name is no secret ({@code /proc/net/unix} lists it), and anyone may send a server a
  * HELLO naming it, so servers of our uid may come with offers nobody here asked for. Only a
@@ -108,6 +109,18 @@ final class ShmRendezvous implements AutoCloseable {
 
     byte[] name() {
         return name.clone();
+    }
+
+    /** The listening socket, for a connection manager's epoll (see {@link #tend}). */
+    int fd() {
+        return listenFd;
+    }
+
+    /** Its socket is readable: drain it now (unasked offers closed, asked ones kept), not at the next HELLO. */
+    synchronized void tend() {
+        if (!closed) {
+            drain();
+        }
     }
 
     /** Whether {@code name} is one a rendezvous of jrdma would have: nobody is asked to connect anywhere else. */

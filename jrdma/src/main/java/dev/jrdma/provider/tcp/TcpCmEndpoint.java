@@ -241,6 +241,7 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
             byte[] name = support.rendezvousName();
             if (name.length > 0) {
                 System.arraycopy(support.newNonce(), 0, nonce, 0, nonce.length);
+                manager.watchSameHost();
             }
             return name;
         } catch (RuntimeException e) {

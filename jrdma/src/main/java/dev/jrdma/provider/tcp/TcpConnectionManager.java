@@ -77,6 +77,24 @@ final class TcpConnectionManager implements ConnectionManager {
         return device.sameHost;
     }
 
+    /** The same-host descriptor this manager's epoll watches (the rendezvous), or -1; guarded by this. */
+    private int watchedSameHost = -1;
+
+    /** Watches the same-host machinery's descriptor (once it exists: after the first HELLO that named it). Any thread. */
+    void watchSameHost() {
+        TcpSameHost s = device.sameHost;
+        int fd = s == null ? -1 : s.watchFd();
+        synchronized (this) {
+            if (fd < 0 || fd == watchedSameHost || closed) {
+                return;
+            }
+            if (Sockets.epollCtl(epfd, Sockets.EPOLL_CTL_ADD, fd, Sockets.EPOLLIN, ctl) == 0) {
+                watchedSameHost = fd;
+                byFd.put(fd, s);
+            }
+        }
+    }
+
     @Override
     public int fd() {
         return epfd;
@@ -207,6 +225,9 @@ final class TcpConnectionManager implements ConnectionManager {
             }
             if (o instanceof TcpCmListener l) {
                 handled += acceptAll(l);
+            } else if (o instanceof TcpSameHost s) {
+                s.tend();
+                handled++;
             } else if (o instanceof TcpCmEndpoint e) {
                 e.onReady(handler);
                 handled++;

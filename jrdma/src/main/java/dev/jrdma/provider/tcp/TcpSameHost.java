@@ -47,6 +47,22 @@ public interface TcpSameHost {
      */
     byte[] newNonce();
 
+    /**
+     * The descriptor a connection manager's epoll should watch for this side's same-host
+     * machinery (the rendezvous, once a HELLO named it), or -1; when it is readable the manager
+     * calls {@link #tend}.
+     */
+    default int watchFd() {
+        return -1;
+    }
+
+    /**
+     * On the manager's thread, when {@link #watchFd} is readable: takes in what waits there, so
+     * that offers nobody asked for do not pile up in the kernel's queue of an idle process.
+     */
+    default void tend() {
+    }
+
     /** A link for one new connection, with its ring made now; proven (or dropped) during the handshake. */
     SameHostLink link();
 

@@ -2,6 +2,7 @@ package dev.jrdma.provider.tcp;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.jrdma.Connection;
 import dev.jrdma.LocalRegion;
@@ -166,5 +167,62 @@ class ShmRingTest {
         try (var fds = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
             return fds.count() - 1;   // not the listing's own
         }
+    }
+
+    /**
+     * An idle process's rendezvous does not fill up with offers nobody asked for: the client's
+     * connection manager watches it and drains it (closing what brings no nonce of ours), so
+     * three times its backlog of unasked offers all get in, and a later connection of the
+     * client's still uses the rings. Without the watch, the kernel's queue is full after 4096 and
+     * connects fail until the client's next HELLO.
+     */
+    @Test
+    @Timeout(120)
+    void unaskedOffersDoNotFillAnIdleClientsRendezvous() throws Exception {
+        java.util.Set<String> before = rendezvousNames();
+        try (Rdma server = Rdma.builder().provider("shm").completionMode(CompletionMode.EVENT).build();
+             Rdma client = Rdma.builder().provider("shm").completionMode(CompletionMode.EVENT).build()) {
+            RdmaServer l = server.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), c -> { });
+            client.connect(l.address()).close();   // opens the client's rendezvous
+            java.util.Set<String> names = rendezvousNames();
+            names.removeAll(before);
+            assertEquals(1, names.size(), "the client's rendezvous: " + names);
+            byte[] name = names.iterator().next().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+            int offers = 3 * 4096 + 100;
+            try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+                MemorySegment record = a.allocate(40, 8);
+                record.set(ValueLayout.JAVA_LONG, 0, SameHostChannel.RING_OFFER);
+                for (int i = 0; i < offers; i++) {
+                    int fd = -1;
+                    for (long until = System.nanoTime() + 2_000_000_000L; fd < 0 && System.nanoTime() < until; ) {
+                        fd = dev.jrdma.os.UnixSockets.connect(name);   // EAGAIN while the queue is full
+                        if (fd < 0) {
+                            Thread.onSpinWait();
+                        }
+                    }
+                    assertTrue(fd >= 0, "offer " + i + ": the rendezvous's queue stayed full for 2 s");
+                    record.set(ValueLayout.JAVA_LONG, 8, i + 1L);
+                    dev.jrdma.os.UnixSockets.send(fd, record, -1);
+                    dev.jrdma.os.Sockets.close(fd);
+                }
+            }
+            long rings = TcpQueuePair.RING_CONNECTIONS.get();
+            try (Connection c = client.connect(l.address())) {
+                assertEquals(dev.jrdma.ConnectionState.ESTABLISHED, c.state());
+            }
+            assertTrue(TcpQueuePair.RING_CONNECTIONS.get() >= rings + 2, "both sides of a new connection use the rings");
+        }
+    }
+
+    /** The abstract sockets named jrdma-shm.* on this host (from /proc/net/unix). */
+    private static java.util.Set<String> rendezvousNames() throws java.io.IOException {
+        java.util.Set<String> names = new java.util.HashSet<>();
+        for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/net/unix"))) {
+            int at = line.indexOf("@jrdma-shm.");
+            if (at >= 0) {
+                names.add(line.substring(at + 1).trim());
+            }
+        }
+        return names;
     }
 }
