@@ -76,10 +76,8 @@ final class ShmRendezvous implements AutoCloseable {
     private final List<Waiting> unread = new ArrayList<>();
     /** Nonces of our HELLOs whose offer has not come, with when they were handed out. */
     private final Map<Nonce, Long> expected = new LinkedHashMap<>();
-    /** Offers refused since the last log line about them (unasked, or with a descriptor). */
+    /** Offers refused (unasked, or with a descriptor), for tests. */
     private long refusedOffers;
-    private long refusedLoggedAt;
-    private long refusedTotal;
     /** Channels whose RING_OFFER came, by nonce, until a client endpoint claims them. */
     private final Map<Nonce, Waiting> byNonce = new LinkedHashMap<>();
     private final Set<Integer> reportedUids = new HashSet<>();
@@ -230,7 +228,7 @@ final class ShmRendezvous implements AutoCloseable {
                     Sockets.close(r.fd());
                 }
                 w.channel.close();
-                refused(now);
+                refused();
                 continue;
             }
             w.channel.pushBack(r);
@@ -261,22 +259,17 @@ final class ShmRendezvous implements AutoCloseable {
         }
     }
 
-    /** Counts a refused offer; says so at most once a minute (a flood must not flood the log). */
-    private void refused(long now) {
+    /** Counts a refused offer and says so (a flood must not flood the log: {@link Log#limited}). */
+    private void refused() {
         refusedOffers++;
-        refusedTotal++;
-        if (refusedLoggedAt == 0 || now - refusedLoggedAt > 60_000_000_000L) {
-            refusedLoggedAt = now;
-            Log.quietly(System.Logger.Level.INFO, "shm: refused " + refusedOffers + " offer(s) at our rendezvous "
-                    + "that brought no nonce of ours (or a descriptor): a server was sent a HELLO naming us by "
-                    + "someone else, or is not jrdma", null);
-            refusedOffers = 0;
-        }
+        Log.limited("shm.unaskedOffer", System.Logger.Level.INFO, "shm: refused an offer at our rendezvous that "
+                + "brought no nonce of ours (or a descriptor): a server was sent a HELLO naming us by someone else, "
+                + "or is not jrdma");
     }
 
     /** Offers refused so far: for tests. */
     synchronized long refusedOffers() {
-        return refusedTotal;
+        return refusedOffers;
     }
 
     @Override
