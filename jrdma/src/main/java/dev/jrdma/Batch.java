@@ -1,6 +1,5 @@
 package dev.jrdma;
 
-import dev.jrdma.spi.QueuePair;
 
 import java.nio.channels.CompletionHandler;
 import java.util.Arrays;
@@ -23,7 +22,7 @@ import java.util.concurrent.CompletableFuture;
 public final class Batch {
     private final Connection connection;
     int size;
-    int[] opcode = new int[8];
+    Operation[] op = new Operation[8];
     LocalRegion[] local = new LocalRegion[8];
     RemoteRegion[] remote = new RemoteRegion[8];
     long[] compareAdd = new long[8];
@@ -39,46 +38,46 @@ public final class Batch {
     }
 
     public Batch send(LocalRegion buf) {
-        return add(QueuePair.WR_SEND, buf, null, 0, 0, 0);
+        return add(Operation.SEND, buf, null, 0, 0, 0);
     }
 
     public Batch sendWithImm(int immediate, LocalRegion buf) {
-        return add(QueuePair.WR_SEND_WITH_IMM, buf, null, 0, 0, immediate);
+        return add(Operation.SEND_WITH_IMM, buf, null, 0, 0, immediate);
     }
 
     public Batch write(LocalRegion buf, RemoteRegion target) {
-        return add(QueuePair.WR_RDMA_WRITE, buf, target, 0, 0, 0);
+        return add(Operation.WRITE, buf, target, 0, 0, 0);
     }
 
     public Batch writeWithImm(LocalRegion buf, RemoteRegion target, int immediate) {
-        return add(QueuePair.WR_RDMA_WRITE_WITH_IMM, buf, target, 0, 0, immediate);
+        return add(Operation.WRITE_WITH_IMM, buf, target, 0, 0, immediate);
     }
 
     public Batch read(RemoteRegion source, LocalRegion buf) {
-        return add(QueuePair.WR_RDMA_READ, buf, source, 0, 0, 0);
+        return add(Operation.READ, buf, source, 0, 0, 0);
     }
 
     /** Its prior value is element {@code i} of the submit result, {@code i} its place in the batch. */
     public Batch compareAndSwap(RemoteRegion target, long expected, long desired) {
-        return add(QueuePair.WR_ATOMIC_CMP_AND_SWP, null, target, expected, desired, 0);
+        return add(Operation.COMPARE_AND_SWAP, null, target, expected, desired, 0);
     }
 
     /** Its prior value is element {@code i} of the submit result, {@code i} its place in the batch. */
     public Batch fetchAndAdd(RemoteRegion target, long delta) {
-        return add(QueuePair.WR_ATOMIC_FETCH_AND_ADD, null, target, delta, 0, 0);
+        return add(Operation.FETCH_AND_ADD, null, target, delta, 0, 0);
     }
 
-    private Batch add(int op, LocalRegion buf, RemoteRegion target, long cmpAdd, long sw, int immediate) {
-        if (size == opcode.length) {
+    private Batch add(Operation operation, LocalRegion buf, RemoteRegion target, long cmpAdd, long sw, int immediate) {
+        if (size == op.length) {
             int n = size * 2;
-            opcode = Arrays.copyOf(opcode, n);
+            op = Arrays.copyOf(op, n);
             local = Arrays.copyOf(local, n);
             remote = Arrays.copyOf(remote, n);
             compareAdd = Arrays.copyOf(compareAdd, n);
             swap = Arrays.copyOf(swap, n);
             imm = Arrays.copyOf(imm, n);
         }
-        opcode[size] = op;
+        op[size] = operation;
         local[size] = buf;
         remote[size] = target;
         compareAdd[size] = cmpAdd;
@@ -90,6 +89,7 @@ public final class Batch {
 
     /** Forgets the operations (the arrays stay, for the next batch). */
     public Batch clear() {
+        Arrays.fill(op, 0, size, null);
         Arrays.fill(local, 0, size, null);
         Arrays.fill(remote, 0, size, null);
         size = 0;

@@ -20,25 +20,24 @@ final class MaskedAtomics {
     }
 
     /** The value the word should get, given it holds {@code v}; {@code v} itself when nothing is to change. */
-    static long next(byte kind, long v, long a, long b, long c, long d) {
-        return switch (kind) {
-            case Connection.EMU_MASKED_CAS -> maskedCompareAndSwap(v, a, b, c, d);
-            case Connection.EMU_MASKED_FAA -> maskedAdd(v, a, b);
-            case Connection.EMU_ATOMIC_WRITE -> a;
-            default -> throw new IllegalArgumentException("not an emulated atomic: " + kind);
+    static long next(Operation op, long v, long a, long b, long c, long d) {
+        return switch (op) {
+            case MASKED_COMPARE_AND_SWAP -> maskedCompareAndSwap(v, a, b, c, d);
+            case MASKED_FETCH_AND_ADD -> maskedAdd(v, a, b);
+            case ATOMIC_WRITE -> a;
+            default -> throw new IllegalArgumentException("not an emulated atomic: " + op);
         };
     }
 
-    static String name(byte kind) {
-        return switch (kind) {
-            case Connection.EMU_MASKED_CAS -> "maskedCompareAndSwap";
-            case Connection.EMU_MASKED_FAA -> "maskedFetchAndAdd";
-            case Connection.EMU_ATOMIC_WRITE -> "atomicWrite";
-            default -> "atomic " + kind;
-        };
+    /**
+     * The attempt of {@code o} whose compare-and-swap returned {@code v} settled the operation:
+     * that CAS took effect ({@code v} is what it expected), or {@code v} needs no change (the CAS
+     * read it atomically, so it is the result).
+     */
+    static boolean settled(SendOperation o, long v) {
+        return v == o.expected || next(o.op, v, o.a, o.b, o.c, o.d) == v;
     }
 
-    /** Masked CAS: when the compared bits match, the swapped bits are replaced; else no change. */
     static long maskedCompareAndSwap(long v, long compare, long compareMask, long swap, long swapMask) {
         if (((v ^ compare) & compareMask) != 0) {
             return v;

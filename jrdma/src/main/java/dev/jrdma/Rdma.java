@@ -76,6 +76,8 @@ public final class Rdma implements AutoCloseable {
     /** Connections by QP number, for device events about a QP. */
     private final java.util.Map<Integer, Connection> byQpNum = new ConcurrentHashMap<>();
     private final Consumer<DeviceEvent> onDeviceEvent;
+    /** Time for deadlines that tests may need to move (an emulated atomic's): System.nanoTime unless a test set it. */
+    private final java.util.function.LongSupplier clock;
     private volatile boolean closed;
     /** Registered memory for {@link #allocate}: chunks registered for local access; peers get exposures. */
     private final RegisteredMemoryPool pool;
@@ -92,6 +94,7 @@ public final class Rdma implements AutoCloseable {
         this.device = chosen.device();
         this.providerChoice = chosen.reason();
         this.onDeviceEvent = b.onDeviceEvent;
+        this.clock = b.clock;
         this.maxRemoteAccess = b.maxRemoteAccess;
         this.leakDetection = b.leakDetection;
         if (b.memoryBudget > 0) {
@@ -531,27 +534,15 @@ public final class Rdma implements AutoCloseable {
         Connection c = new Connection(this, t, config, address, null);
         connections.add(c);
         int timeoutMs = (int) config.timeout().toMillis();
-        io[0].execute(() -> {
-            try {
-                c.prepare(device, channels[indexOf(t)]);
-                t.execute(() -> t.add(c.source));
-                c.endpoint = cm.connect(address, c.cq, c.spec(device.capabilities()), Handshake.of(config).encode(),
-                        timeoutMs, c.owner);
-                c.endpoint.attach(c);
-            } catch (RdmaException e) {
-                c.failConnect(e);
-            } catch (RuntimeException e) {
-                c.failConnect(new RdmaException("connecting to " + address + " failed: " + e, e));
-            }
-        });
-        c.connected.orTimeout(timeoutMs, TimeUnit.MILLISECONDS).exceptionally(e -> {
+        io[0].execute(() -> c.life.connect(device, channels[indexOf(t)], cm));
+        c.life.connected.orTimeout(timeoutMs, TimeUnit.MILLISECONDS).exceptionally(e -> {
             if (e instanceof java.util.concurrent.TimeoutException) {
-                io[0].execute(() -> c.failConnect(new RdmaTimeoutException("connecting to " + address
+                io[0].execute(() -> c.life.failConnect(new RdmaTimeoutException("connecting to " + address
                         + " did not complete within " + config.timeout())));
             }
             return null;
         });
-        return c.connected;
+        return c.life.connected;
     }
 
     private IoThread pickIo() {
@@ -601,10 +592,10 @@ public final class Rdma implements AutoCloseable {
         if (fatal) {
             String why = device.name() + " reported " + type + (c != null ? " for the QP " + qpNum : "");
             if (c != null) {
-                c.io.execute(() -> c.deviceFailed(why));
+                c.io.execute(() -> c.life.deviceFailed(why));
             } else if (type.equals("IBV_EVENT_DEVICE_FATAL")) {
                 for (Connection each : connections) {
-                    each.io.execute(() -> each.deviceFailed(why));
+                    each.io.execute(() -> each.life.deviceFailed(why));
                 }
             }
         }
@@ -616,6 +607,10 @@ public final class Rdma implements AutoCloseable {
                 LOG.log(System.Logger.Level.WARNING, "the device event listener threw", e);
             }
         }
+    }
+
+    java.util.function.LongSupplier clock() {
+        return clock;
     }
 
     /** Acknowledges pending CQ events of an IO thread's channel (before a CQ is destroyed). */
@@ -657,65 +652,34 @@ public final class Rdma implements AutoCloseable {
             IoThread t = pickIo();
             Connection c = new Connection(Rdma.this, t, server.config, request.remoteAddress(), server);
             connections.add(c);
-            c.endpoint = request;
-            request.attach(c);
-            try {
-                c.prepare(device, channels[indexOf(t)]);
-                request.accept(c.cq, c.spec(device.capabilities()), Handshake.of(server.config).encode(), c.owner);
-                c.pendingPeer = peer;
-                t.execute(() -> t.add(c.source));
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "accepting a connection from " + request.remoteAddress() + " failed", e);
-                try {
-                    request.reject(Handshake.rejection("the server could not accept: " + e.getMessage()));
-                } catch (RuntimeException ignored) {
-                    // the request may be gone already
-                }
-                c.failConnect(e instanceof RdmaException r ? r : new RdmaException(e.toString(), e));
-            }
+            c.life.accept(request, peer, device, channels[indexOf(t)]);
         }
 
         @Override
         public void onEstablished(CmEndpoint endpoint, byte[] privateData) {
-            if (!(endpoint.attachment() instanceof Connection c)) {
-                return;
-            }
-            if (c.server != null) {
-                c.server.add(c);
-                c.established(c.pendingPeer);
-                c.io.execute(() -> {
-                    try {
-                        c.server.onAccept.accept(c);
-                    } catch (RuntimeException e) {
-                        LOG.log(System.Logger.Level.WARNING, "the accept callback threw", e);
-                    }
-                });
-            } else {
-                c.established(Handshake.decode(privateData));
+            if (endpoint.attachment() instanceof Connection c) {
+                c.life.onEstablished(privateData);
             }
         }
 
         @Override
         public void onRejected(CmEndpoint endpoint, int status, byte[] privateData) {
             if (endpoint.attachment() instanceof Connection c) {
-                String reason = Handshake.rejectionReason(privateData);
-                c.failConnect(new ConnectionRejectedException("connection to " + c.remoteAddress()
-                        + " was refused: " + (reason != null ? reason : "rejected by the peer (status " + status
-                        + "; nothing listens there, or the peer rejected it)")));
+                c.life.onRejected(status, privateData);
             }
         }
 
         @Override
         public void onError(CmEndpoint endpoint, String what, int status) {
             if (endpoint.attachment() instanceof Connection c) {
-                c.failConnect(new RdmaException("connecting to " + c.remoteAddress() + " failed: " + what));
+                c.life.onConnectError(what);
             }
         }
 
         @Override
         public void onDisconnected(CmEndpoint endpoint) {
             if (endpoint.attachment() instanceof Connection c) {
-                c.io.execute(c::peerDisconnected);
+                c.io.execute(c.life::peerDisconnected);
             }
         }
     }
@@ -786,6 +750,9 @@ public final class Rdma implements AutoCloseable {
     /** How an {@link Rdma} is made. Setters return this; {@link #build()} checks and opens. */
     public static final class Builder {
         private String provider = "auto";
+        /** A provider instance instead of one found by name: for tests (a fake that they drive). */
+        private Provider providerInstance;
+        private java.util.function.LongSupplier clock = System::nanoTime;
         private String device;
         private CompletionMode completionMode = CompletionMode.ADAPTIVE;
         private int ioThreads = 1;
@@ -901,6 +868,19 @@ public final class Rdma implements AutoCloseable {
         }
 
         /** The device name, e.g. "rxe0"; default: the first with an active port. */
+        /** Uses {@code p} itself, not a provider found by name: the seam through which tests drive a fake one. */
+        Builder provider(Provider p) {
+            providerInstance = Objects.requireNonNull(p, "provider");
+            provider = p.name();
+            return this;
+        }
+
+        /** The time deadlines are measured in (System.nanoTime): a test that moves it sees time-outs at once. */
+        Builder clock(java.util.function.LongSupplier nanoClock) {
+            clock = Objects.requireNonNull(nanoClock, "clock");
+            return this;
+        }
+
         public Builder device(String name) {
             device = name;
             return this;
@@ -952,6 +932,9 @@ public final class Rdma implements AutoCloseable {
          * else tcp, saying in the log why verbs was passed over.
          */
         Chosen chooseAndOpen() {
+            if (providerInstance != null) {
+                return new Chosen(providerInstance, providerInstance.open(device), provider + ", given");
+            }
             List<Provider> all = Providers.all();
             if (provider.equals("auto")) {
                 String whyNotVerbs = "it is not in this build";

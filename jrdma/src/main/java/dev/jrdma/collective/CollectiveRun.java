@@ -44,6 +44,12 @@ final class CollectiveRun {
         return name + " #" + number;
     }
 
+    /** The members a step of this collective still waits for, lowest first; empty once it ended. */
+    java.util.SortedSet<Integer> waitingFor() {
+        java.util.SortedSet<Integer> ranks = new java.util.TreeSet<>(waitingFor.keySet());
+        return result.isDone() ? java.util.Collections.emptySortedSet() : ranks;
+    }
+
     /** Tracks {@code step} as waiting for member {@code rank}; its failure fails the collective, naming the member. */
     <T> CompletableFuture<T> track(int rank, CompletableFuture<T> step) {
         waitingFor.merge(rank, 1, Integer::sum);   // atomic per key, as is the decrement below

@@ -123,12 +123,16 @@ final class GroupRendezvous {
                 }));
     }
 
+    /** Connects to a rendezvous that refused, so far, in this process: how tests see a member waiting for rank 0. */
+    static final java.util.concurrent.atomic.AtomicLong REFUSED_ATTEMPTS = new java.util.concurrent.atomic.AtomicLong();
+
     /** Connects, again every so often while nobody listens there yet (rank 0 may start last). */
     private static CompletableFuture<Connection> connect(Rdma rdma, InetSocketAddress to, ConnectionConfig cc, long deadline, int attempt) {
         return rdma.connectAsync(to, cc).handle((c, e) -> {
             if (e == null) {
                 return CompletableFuture.completedFuture(c);
             }
+            REFUSED_ATTEMPTS.incrementAndGet();
             long wait = Math.min(500, 20L << Math.min(attempt, 5));
             if (System.nanoTime() + wait * 1_000_000 >= deadline) {
                 return CompletableFuture.<Connection>failedFuture(new CollectiveException(0, "PeerGroup: no rendezvous at " + to

@@ -68,6 +68,8 @@ public final class PeerGroup implements AutoCloseable {
     private final List<CompletableFuture<Connection>> connecting = new ArrayList<>();
     /** Per lower rank, why the last connect to it did not make the connection (for the join's failure). */
     private final java.util.concurrent.atomic.AtomicReferenceArray<String> lastAnswer;
+    /** The collective started last (collectives run one after another). */
+    private volatile CollectiveRun running;
     private RdmaServer server;
     private final Object lock = new Object();
     private CompletableFuture<Void> tail = CompletableFuture.completedFuture(null);
@@ -361,6 +363,16 @@ public final class PeerGroup implements AutoCloseable {
             throw new IllegalArgumentException("connection: rank " + r + " is this member");
         }
         return peers.get(r);
+    }
+
+    /**
+     * The ranks the collective running on this member now still waits for (a message to arrive,
+     * a write to complete), lowest first; empty when none runs. The member a stalled collective
+     * names here is the one holding it up; its time-out names the lowest.
+     */
+    public java.util.SortedSet<Integer> waitingFor() {
+        CollectiveRun r = running;
+        return r == null ? java.util.Collections.emptySortedSet() : r.waitingFor();
     }
 
     /** The {@code Rdma} this member's connections run on (allocate the collectives' regions from it). */
@@ -658,6 +670,7 @@ public final class PeerGroup implements AutoCloseable {
                     + ": the group is " + (closed ? "closed" : "broken since " + b.getMessage() + "; close it"), b));
         }
         CollectiveRun run = new CollectiveRun(name, number, config.collectiveTimeout());
+        running = run;
         try {
             run.finishWith(body.apply(run));
         } catch (RuntimeException e) {

@@ -26,6 +26,18 @@ public final class WorkCompletion {
     private WorkCompletion() {
     }
 
+    /** The completion opcode of a send-queue request of work request opcode {@code wrOpcode} ({@link QueuePair}'s). */
+    public static int opcodeOf(int wrOpcode) {
+        return switch (wrOpcode) {
+            case QueuePair.WR_RDMA_WRITE, QueuePair.WR_RDMA_WRITE_WITH_IMM -> OP_RDMA_WRITE;
+            case QueuePair.WR_RDMA_READ -> OP_RDMA_READ;
+            case QueuePair.WR_ATOMIC_CMP_AND_SWP -> OP_COMP_SWAP;
+            case QueuePair.WR_ATOMIC_FETCH_AND_ADD -> OP_FETCH_ADD;
+            case QueuePair.WR_FLUSH -> OP_FLUSH;
+            default -> OP_SEND;
+        };
+    }
+
     /** The {@code ibv_wc_status} name, e.g. {@code IBV_WC_REM_ACCESS_ERR}. */
     public static String statusName(int status) {
         return status >= 0 && status < STATUS.length ? STATUS[status] : "IBV_WC_STATUS_" + status;

@@ -100,6 +100,17 @@ abstract class PeerGroupConformance {
     }
 
     /** Runs one collective on every member at once and waits for all. */
+    /** Waits until member {@code m}'s running collective waits for {@code rank} and nobody else. */
+    static void awaitWaitingOnlyFor(PeerGroup m, int rank) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+        while (!m.waitingFor().equals(java.util.Set.of(rank))) {
+            if (System.nanoTime() > deadline) {
+                fail("rank " + m.rank() + " waits for " + m.waitingFor() + ", not for rank " + rank + " alone, after " + T + " s");
+            }
+            Thread.yield();
+        }
+    }
+
     static void onAll(List<PeerGroup> g, IntFunction<CompletableFuture<Void>> op) throws Exception {
         List<CompletableFuture<Void>> f = new ArrayList<>();
         for (int i = 0; i < g.size(); i++) {
@@ -286,10 +297,15 @@ abstract class PeerGroupConformance {
         InetSocketAddress rendezvous = address(0);
         List<CompletableFuture<PeerGroup>> joining = new ArrayList<>();
         // Members first: they find nobody at the rendezvous and try again.
+        long refused = GroupRendezvous.REFUSED_ATTEMPTS.get();
         for (int i = 1; i < n; i++) {
             joining.add(PeerGroup.joinViaAsync(others, rendezvous, address(i), GroupConfig.defaults()));
         }
-        Thread.sleep(100);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+        while (GroupRendezvous.REFUSED_ATTEMPTS.get() < refused + n - 1) {   // each was refused at least once
+            assertTrue(System.nanoTime() < deadline, "the members did not all try the rendezvous");
+            Thread.yield();
+        }
         PeerGroup zero = PeerGroup.hostAsync(host, rendezvous, n, GroupConfig.defaults()).get(T, TimeUnit.SECONDS);
         List<PeerGroup> g = new ArrayList<>(java.util.Collections.nCopies(n, null));
         g.set(0, zero);
@@ -407,7 +423,9 @@ abstract class PeerGroupConformance {
         for (int r = 0; r < 3; r++) {
             waiting.add(g.get(r).allToAll(send.get(r), recv.get(r), bs));
         }
-        Thread.sleep(100);
+        for (int r = 0; r < 3; r++) {
+            awaitWaitingOnlyFor(g.get(r), 3);
+        }
         g.get(3).rdma().close();
         for (int r = 0; r < 3; r++) {
             CompletableFuture<Void> w = waiting.get(r);
@@ -469,7 +487,9 @@ abstract class PeerGroupConformance {
             for (PeerGroup m : g) {
                 waiting.add(m.allToAll(region(m, (long) n * bs), region(m, (long) n * bs), bs));
             }
-            Thread.sleep(200);
+            for (PeerGroup m : g) {
+                awaitWaitingOnlyFor(m, child);
+            }
             assertTrue(waiting.stream().noneMatch(CompletableFuture::isDone), "they wait for rank 2");
             p.destroyForcibly();   // SIGKILL: no goodbye on any connection
             for (CompletableFuture<Void> w : waiting) {

@@ -127,7 +127,7 @@ class PeerGroupVerbsTest {
                 seen.append(line).append('\n');
             }
             CompletableFuture<Void> waiting = g.allToAll(g.rdma().allocate(128), g.rdma().allocate(128), 64);
-            Thread.sleep(500);
+            PeerGroupConformance.awaitWaitingOnlyFor(g, 1);
             assertTrue(!waiting.isDone(), "rank 0 waits for rank 1: " + seen);
             p.destroyForcibly();
             ExecutionException e = assertThrows(ExecutionException.class, () -> waiting.get(120, TimeUnit.SECONDS));

@@ -469,7 +469,7 @@ final class TcpRequester {
         }
         int i = (int) sqHead & sqMask;
         sqHead = sqHead + 1;
-        qp.cq.add(sqWrId[i], status, completionOpcode(sqOpcode[i]), 0, 0, false);
+        qp.cq.add(sqWrId[i], status, WorkCompletion.opcodeOf(sqOpcode[i]), 0, 0, false);
         qp.enterError();
     }
 
@@ -484,7 +484,7 @@ final class TcpRequester {
             int i = (int) sqHead & sqMask;
             if (sqLocalError[i] != 0) {
                 sqHead = sqHead + 1;
-                qp.cq.add(sqWrId[i], sqLocalError[i], completionOpcode(sqOpcode[i]), 0, 0, false);
+                qp.cq.add(sqWrId[i], sqLocalError[i], WorkCompletion.opcodeOf(sqOpcode[i]), 0, 0, false);
                 qp.enterError();
                 return;
             }
@@ -507,22 +507,11 @@ final class TcpRequester {
     private void complete(int i) {
         if (sqSignaled[i]) {
             int op = sqOpcode[i];
-            qp.cq.add(sqWrId[i], WorkCompletion.SUCCESS, completionOpcode(op),
+            qp.cq.add(sqWrId[i], WorkCompletion.SUCCESS, WorkCompletion.opcodeOf(op),
                     op == WR_ATOMIC_CMP_AND_SWP || op == WR_ATOMIC_FETCH_AND_ADD ? 8 : sqLength[i], 0, false);
         }
     }
 
-
-    static int completionOpcode(int wrOpcode) {
-        return switch (wrOpcode) {
-            case WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM -> WorkCompletion.OP_RDMA_WRITE;
-            case WR_RDMA_READ -> WorkCompletion.OP_RDMA_READ;
-            case WR_ATOMIC_CMP_AND_SWP -> WorkCompletion.OP_COMP_SWAP;
-            case WR_ATOMIC_FETCH_AND_ADD -> WorkCompletion.OP_FETCH_ADD;
-            case WR_FLUSH -> WorkCompletion.OP_FLUSH;
-            default -> WorkCompletion.OP_SEND;
-        };
-    }
 
     /** The head request is on the wire, waiting for its answer: fail it (and the connection) if it is overdue. */
     private void checkLiveness() {
@@ -533,7 +522,7 @@ final class TcpRequester {
         int i = (int) sqHead & sqMask;
         long seq = sqWire[i];
         sqHead = sqHead + 1;
-        qp.cq.add(sqWrId[i], WorkCompletion.RETRY_EXC_ERR, completionOpcode(sqOpcode[i]), 0, 0, false);
+        qp.cq.add(sqWrId[i], WorkCompletion.RETRY_EXC_ERR, WorkCompletion.opcodeOf(sqOpcode[i]), 0, 0, false);
         qp.enterError();
         qp.peerSilent("request " + seq + " was not answered within " + answerTimer.budgetNanos() / 1_000_000
                 + " ms ((retryCount + 1) x the ack timeout)");
@@ -575,7 +564,7 @@ final class TcpRequester {
             int i = (int) sqHead & sqMask;
             sqHead = sqHead + 1;
             qp.cq.add(sqWrId[i], sqLocalError[i] != 0 ? sqLocalError[i] : WorkCompletion.WR_FLUSH_ERR,
-                    completionOpcode(sqOpcode[i]), 0, 0, false);
+                    WorkCompletion.opcodeOf(sqOpcode[i]), 0, 0, false);
         }
     }
 }

@@ -1,0 +1,145 @@
+package dev.jrdma;
+
+import dev.jrdma.exceptions.ConnectionClosedException;
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.exceptions.RemoteAccessException;
+import dev.jrdma.exceptions.WorkCompletionException;
+import dev.jrdma.spi.CompletionSink;
+import dev.jrdma.spi.WorkCompletion;
+
+/**
+ * Turns a connection's completions into outcomes, on the completing thread: a receive goes to
+ * the {@link ReceiveQueue}; a send-queue completion finishes its operation and, as RC completes
+ * a send queue in order, every unsignaled one posted before it; an emulated atomic whose
+ * compare-and-swap did not settle it posts its next attempt instead; a failed completion puts the
+ * connection in error with the cause it names.
+ *
+ * <p>A finished operation's record is copied out and its slot freed before its caller is told,
+ * so a callback can post again at once. The copy is in fields of this class, which belong to the
+ * completing thread (callbacks run on it, but never re-enter a completion: {@code *Sync} calls
+ * are refused there, and {@code IoThread.poll} does not nest).
+ */
+final class CompletionDispatch implements CompletionSink {
+    private static final System.Logger LOG = System.getLogger("dev.jrdma");
+
+    private final ConnectionLife life;
+    private final SendQueue sends;
+    private final SendSlots slots;
+    private final ReceiveQueue receives;
+    private final ConnectionConfig config;
+    /** Completions handed to this connection so far (the completing thread's). */
+    long count;
+
+    // The operation being finished, copied out of its record.
+    private byte doneKind;
+    private Object doneCompletion;
+    private Object doneAttachment;
+    private long doneValue;
+    private int doneIndex;
+    private Operation doneOp;
+
+    CompletionDispatch(ConnectionLife life, SendQueue sends, ReceiveQueue receives, ConnectionConfig config) {
+        this.life = life;
+        this.sends = sends;
+        this.slots = sends.slots;
+        this.receives = receives;
+        this.config = config;
+    }
+
+    @Override
+    public void onCompletion(long wrId, int status, int opcode, int byteLen, int imm, boolean withImm) {
+        count++;
+        if ((wrId & ReceiveQueue.RECV_FLAG) != 0) {
+            receives.onCompletion((int) (wrId & 0xffff_ffffL), status, opcode, byteLen, imm, withImm);
+            return;
+        }
+        int slot = (int) wrId;
+        RdmaException emulationFailure = null;
+        while (true) {
+            if (!slots.anyPosted()) {
+                LOG.log(System.Logger.Level.ERROR, "completion for slot {0} of {1} with nothing outstanding", slot,
+                        life.connection());
+                return;
+            }
+            SendOperation oldest = slots.popHead();
+            if (oldest.slot == slot) {
+                if (status == WorkCompletion.SUCCESS && oldest.op.shape == Operation.Shape.EMULATED) {
+                    long seen = sends.valueOf(oldest);
+                    if (!MaskedAtomics.settled(oldest, seen)) {
+                        emulationFailure = sends.postNextAttempt(oldest, seen);
+                        if (emulationFailure == null) {
+                            return;   // the next compare-and-swap is posted on the same slot
+                        }
+                    }
+                }
+                takeDone(oldest);
+                break;
+            }
+            // RC completes a send queue in order: unsignaled requests posted before this one are done.
+            takeDone(oldest);
+            SendOperation.tell(doneKind, doneCompletion, doneAttachment, doneValue, doneIndex, null);
+        }
+        if (emulationFailure != null) {
+            SendOperation.tell(doneKind, doneCompletion, doneAttachment, 0, doneIndex, emulationFailure);
+        } else if (status == WorkCompletion.SUCCESS) {
+            SendOperation.tell(doneKind, doneCompletion, doneAttachment, doneValue, doneIndex, null);
+        } else {
+            SendOperation.tell(doneKind, doneCompletion, doneAttachment, 0, doneIndex, failureOf(status));
+        }
+    }
+
+    /** The exception for the failed completion of {@link #doneOp}; a failure of its own puts the connection in error. */
+    private RdmaException failureOf(int status) {
+        RdmaException failure = life.failure();
+        if (status == WorkCompletion.WR_FLUSH_ERR && failure != null) {
+            return ConnectionLife.closedBecause(failure);
+        }
+        String what = doneOp.label + " on the connection to " + life.remoteAddress();
+        String name = WorkCompletion.statusName(status);
+        RdmaException e;
+        if (status == WorkCompletion.RETRY_EXC_ERR) {
+            e = new ConnectionClosedException(what + " failed with " + name + ": the peer did not answer within "
+                    + config.retryCount() + " retries, it is gone or unreachable");
+        } else if (status == WorkCompletion.REM_ACCESS_ERR) {
+            e = new RemoteAccessException(what, name);
+        } else {
+            e = new WorkCompletionException(what, name);
+        }
+        life.markError(e);
+        return e;
+    }
+
+    /** Copies the finished operation {@code o} into the done* fields and frees its slot. On the completing thread. */
+    private void takeDone(SendOperation o) {
+        doneKind = o.kind;
+        doneCompletion = o.completion;
+        doneAttachment = o.attachment;
+        doneOp = o.op;
+        doneIndex = o.batchIndex;
+        doneValue = o.op.atomic ? sends.valueOf(o) : 0;
+        slots.release(o);
+    }
+
+    /**
+     * The connection is released: every operation still holding a slot fails with {@code why}
+     * (after the teardown's flush it should be none). On the IO thread; posters are shut out, as
+     * the connection is CLOSED.
+     */
+    void failOutstanding(RdmaException why) {
+        for (int slot = 0; slot < slots.depth(); slot++) {
+            SendOperation o = slots.get(slot);
+            synchronized (sends.postLock) {
+                if (o.kind == SendOperation.FREE) {
+                    continue;
+                }
+                doneKind = o.kind;
+                doneCompletion = o.completion;
+                doneAttachment = o.attachment;
+                doneIndex = o.batchIndex;
+                slots.release(o);
+            }
+            SendOperation.tell(doneKind, doneCompletion, doneAttachment, 0, doneIndex, why);
+        }
+        slots.dropPosted();
+    }
+}

@@ -1,0 +1,462 @@
+package dev.jrdma;
+
+import dev.jrdma.exceptions.ConnectionClosedException;
+import dev.jrdma.exceptions.ConnectionRejectedException;
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.runtime.IoThread;
+import dev.jrdma.spi.CmEndpoint;
+import dev.jrdma.spi.CompletionChannel;
+import dev.jrdma.spi.CompletionQueue;
+import dev.jrdma.spi.ConnectionManager;
+import dev.jrdma.spi.Device;
+import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.QueuePairOwner;
+import dev.jrdma.spi.QueuePairSpec;
+
+import java.net.InetSocketAddress;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
+
+/**
+ * A connection's life: CONNECTING (the connection manager's events, from the connect or accept
+ * to established, rejected or failed), ESTABLISHED, ERROR (the first failure, which it keeps),
+ * and CLOSED (the teardown: the peer is told, the QP put in error, what is outstanding flushed,
+ * then everything released). The connection manager's events reach it from {@link Rdma}'s
+ * handler; its {@link #source} is what the IO thread polls.
+ *
+ * <p>Threads: state changes run on the connection's IO thread (or IO thread 0 for the
+ * connection manager's events, before the connection is polled); {@link #state()} and
+ * {@link #failure()} are read from any thread.
+ */
+final class ConnectionLife {
+    private static final System.Logger LOG = System.getLogger("dev.jrdma");
+    /** How long a teardown waits for the flush of what is outstanding before it frees all the same. */
+    static final long TEARDOWN_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+    private final Connection connection;
+    private final IoThread io;
+    private final InetSocketAddress remoteAddress;
+    private final LongSupplier clock;
+    final CompletableFuture<Connection> connected = new CompletableFuture<>();
+    private final CompletableFuture<Void> released = new CompletableFuture<>();
+    private SendQueue sends;
+    private ReceiveQueue receives;
+    private CompletionDispatch dispatch;
+
+    private CmEndpoint endpoint;
+    private volatile QueuePair qp;
+    private CompletionQueue cq;
+    private volatile Handshake peer = Handshake.UNKNOWN;
+    /** For an accepted connection: the handshake of the request, applied once established. */
+    private Handshake pendingPeer = Handshake.UNKNOWN;
+    private volatile ConnectionState state = ConnectionState.CONNECTING;
+    private volatile RdmaException failure;
+    private volatile Consumer<Connection> onDisconnect;
+    /** What runs once when this connection is released (scoped exposures ending); any thread adds and removes. */
+    private final Set<Runnable> releaseHooks = ConcurrentHashMap.newKeySet();
+
+    private boolean tearingDown;
+    /** The IO thread is inside this connection's poll (on that thread only). */
+    private boolean polling;
+    private long teardownDeadline;
+
+    ConnectionLife(Connection connection, IoThread io, InetSocketAddress remoteAddress, LongSupplier clock) {
+        this.connection = connection;
+        this.io = io;
+        this.remoteAddress = remoteAddress;
+        this.clock = clock;
+    }
+
+    void parts(SendQueue sends, ReceiveQueue receives, CompletionDispatch dispatch) {
+        this.sends = sends;
+        this.receives = receives;
+        this.dispatch = dispatch;
+    }
+
+    /** What the IO thread polls for this connection; it also finishes a teardown. */
+    final IoThread.Source source = new IoThread.Source() {
+        @Override
+        public int poll() {
+            polling = true;
+            int n;
+            long before = dispatch.count;
+            try {
+                n = cq.poll(dispatch, 32);
+            } finally {
+                polling = false;
+            }
+            // n counts the peer's frames served too (a peer that keeps sending during our
+            // teardown must not hold it back): the release waits for a pass without completions.
+            if (tearingDown && ((dispatch.count == before && drained()) || System.nanoTime() > teardownDeadline)) {
+                release();
+            }
+            return n;
+        }
+
+        @Override
+        public void arm() {
+            cq.arm();
+        }
+
+        @Override
+        public void failed(Throwable t) {
+            polling = false;
+            if (!tearingDown) {
+                deviceFailed("internal error on the IO thread: " + t);
+                startTeardown(new ConnectionClosedException("the connection to " + remoteAddress
+                        + " failed on its IO thread: " + t, t));
+            }
+        }
+    };
+
+    /** What the connection manager creates the queue pair for: us, and the lock our posts are under. */
+    private final QueuePairOwner owner = new QueuePairOwner() {
+        @Override
+        public void onQueuePair(QueuePair q) {
+            qp = q;
+            connection.rdma().queuePairCreated(q.qpNum(), connection);
+            sends.attach(q);
+            receives.attach(q);
+        }
+
+        @Override
+        public Object postMonitor() {
+            return sends.postLock;
+        }
+    };
+
+    // ---------------------------------------------------------------- connecting (IO thread 0)
+
+    /** Makes the CQ and the registered buffers; before the QP exists. */
+    private void prepare(Device device, CompletionChannel channel) {
+        ConnectionConfig config = connection.config();
+        cq = device.createCompletionQueue(config.sendQueueDepth() + config.receiveQueueDepth(), channel);
+        receives.prepare(device);
+        sends.prepare(device);
+    }
+
+    private QueuePairSpec spec(Device device) {
+        ConnectionConfig config = connection.config();
+        int rd = config.rdAtomicFor(device.capabilities());
+        return new QueuePairSpec(config.sendQueueDepth(), config.receiveQueueDepth(), 1, 1, config.maxInlineData(),
+                rd, rd, config.retryCount(), config.rnrRetry(), config.ackTimeout(), config.minRnrTimer());
+    }
+
+    /** Starts connecting through {@code cm}; a failure fails the connect. */
+    void connect(Device device, CompletionChannel channel, ConnectionManager cm) {
+        try {
+            prepare(device, channel);
+            io.execute(() -> io.add(source));
+            ConnectionConfig config = connection.config();
+            endpoint = cm.connect(remoteAddress, cq, spec(device), Handshake.of(config).encode(),
+                    (int) config.timeout().toMillis(), owner);
+            endpoint.attach(connection);
+        } catch (RdmaException e) {
+            failConnect(e);
+        } catch (RuntimeException e) {
+            failConnect(new RdmaException("connecting to " + remoteAddress + " failed: " + e, e));
+        }
+    }
+
+    /** Accepts {@code request}, whose handshake was {@code peer}; a failure rejects it. */
+    void accept(CmEndpoint request, Handshake peer, Device device, CompletionChannel channel) {
+        endpoint = request;
+        request.attach(connection);
+        try {
+            prepare(device, channel);
+            request.accept(cq, spec(device), Handshake.of(connection.config()).encode(), owner);
+            pendingPeer = peer;
+            io.execute(() -> io.add(source));
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "accepting a connection from " + remoteAddress + " failed", e);
+            try {
+                request.reject(Handshake.rejection("the server could not accept: " + e.getMessage()));
+            } catch (RuntimeException ignored) {
+                // the request may be gone already
+            }
+            failConnect(e instanceof RdmaException r ? r : new RdmaException(e.toString(), e));
+        }
+    }
+
+    /** The connection manager says the connection is up; {@code privateData} is the accepter's handshake. */
+    void onEstablished(byte[] privateData) {
+        RdmaServer server = connection.server;
+        peer = server != null ? pendingPeer : Handshake.decode(privateData);
+        state = ConnectionState.ESTABLISHED;
+        if (server != null) {
+            server.add(connection);
+        }
+        connected.complete(connection);
+        if (server != null) {
+            io.execute(() -> {
+                try {
+                    server.onAccept.accept(connection);
+                } catch (RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "the accept callback threw", e);
+                }
+            });
+        }
+    }
+
+    void onRejected(int status, byte[] privateData) {
+        String reason = Handshake.rejectionReason(privateData);
+        failConnect(new ConnectionRejectedException("connection to " + remoteAddress
+                + " was refused: " + (reason != null ? reason : "rejected by the peer (status " + status
+                + "; nothing listens there, or the peer rejected it)")));
+    }
+
+    void onConnectError(String what) {
+        failConnect(new RdmaException("connecting to " + remoteAddress + " failed: " + what));
+    }
+
+    /** Connecting failed: free what was made, fail the connect future. */
+    void failConnect(RdmaException e) {
+        if (state == ConnectionState.CONNECTING) {
+            failure = e;
+            state = ConnectionState.CLOSED;
+            connected.completeExceptionally(e);
+            release();
+        }
+    }
+
+    // ---------------------------------------------------------------- what it is now
+
+    ConnectionState state() {
+        return state;
+    }
+
+    RdmaException failure() {
+        return failure;
+    }
+
+    Handshake peer() {
+        return peer;
+    }
+
+    QueuePair queuePair() {
+        return qp;
+    }
+
+    InetSocketAddress remoteAddress() {
+        return remoteAddress;
+    }
+
+    Connection connection() {
+        return connection;
+    }
+
+    long nanoTime() {
+        return clock.getAsLong();
+    }
+
+    void onDisconnect(Consumer<Connection> callback) {
+        onDisconnect = callback;
+    }
+
+    CompletableFuture<Void> released() {
+        return released;
+    }
+
+    void checkUsable(String op) {
+        if (state != ConnectionState.ESTABLISHED) {
+            throw notUsable(op);
+        }
+    }
+
+    RdmaException notUsable(String op) {
+        RdmaException why = failure;
+        return new ConnectionClosedException(op + ": the connection to " + remoteAddress + " is " + state
+                + (why == null ? "" : " (" + why.getMessage() + ")"), why);
+    }
+
+    static ConnectionClosedException closedBecause(RdmaException why) {
+        return why instanceof ConnectionClosedException c ? c : new ConnectionClosedException(why.getMessage(), why);
+    }
+
+    // ---------------------------------------------------------------- failing
+
+    /** The first failure moves the connection to ERROR; the QP is in error already (the device did it). */
+    void markError(RdmaException e) {
+        if (failure == null) {
+            failure = e;
+            if (state == ConnectionState.ESTABLISHED) {
+                state = ConnectionState.ERROR;
+            }
+            LOG.log(System.Logger.Level.DEBUG, "connection to {0} in error: {1}", remoteAddress, e.getMessage());
+            receives.failReceivers(e);
+        }
+    }
+
+    /**
+     * The device reported a fatal event for this QP: the connection is in ERROR, and the QP is
+     * put in error, so every outstanding operation completes (flushed) with that cause.
+     */
+    void deviceFailed(String why) {
+        markError(new ConnectionClosedException("the connection to " + remoteAddress + " failed: " + why));
+        if (qp != null && !released.isDone()) {
+            moveToError();
+        }
+    }
+
+    private void moveToError() {
+        try {
+            qp.moveToError();
+        } catch (RdmaException e) {
+            LOG.log(System.Logger.Level.DEBUG, "moving the QP to error: {0}", e.getMessage());
+        }
+    }
+
+    // ---------------------------------------------------------------- going down
+
+    /** The peer disconnected (or the device went away): flush, fail, free. On the IO thread. */
+    void peerDisconnected() {
+        ConnectionClosedException why = new ConnectionClosedException("the peer at " + remoteAddress + " disconnected");
+        if (failure == null) {
+            failure = why;   // the reason, before the drain below meets requests the device flushed
+        }
+        // What the peer sent before it left comes first, as on a wire: on shm its last acks and
+        // messages sit in the shared ring while its socket already says it closed. Take them
+        // (on this connection's IO thread, where this runs) before failing what is outstanding;
+        // not from inside a poll, whose queue pair found the end in its stream, after the rest.
+        if (cq != null && !polling && !tearingDown && !released.isDone()) {
+            for (int i = 0; i < 64; i++) {
+                if (cq.poll(dispatch, 32) == 0) {
+                    break;
+                }
+            }
+        }
+        startTeardown(why);
+    }
+
+    /** Tells the peer, puts the QP in error and waits (polling) for the flush; the release follows. */
+    void startTeardown(ConnectionClosedException why) {
+        if (tearingDown || released.isDone()) {
+            return;
+        }
+        tearingDown = true;
+        if (failure == null) {
+            failure = why;
+        }
+        receives.failReceivers(why);
+        state = ConnectionState.CLOSED;
+        if (endpoint != null) {
+            endpoint.disconnect();
+        }
+        if (qp != null) {
+            moveToError();   // everything outstanding completes, flushed
+        }
+        teardownDeadline = System.nanoTime() + TEARDOWN_NANOS;
+        if (cq == null) {
+            release();
+        }
+    }
+
+    /** Nothing outstanding any more: every send-queue operation and every receive completed. */
+    private boolean drained() {
+        synchronized (sends.postLock) {
+            return sends.drained() && receives.drained();
+        }
+    }
+
+    /** Frees everything; fails what is still outstanding (it should be nothing after the flush). */
+    private void release() {
+        if (released.isDone()) {
+            return;
+        }
+        state = ConnectionState.CLOSED;
+        io.remove(source);
+        dispatch.failOutstanding(closedBecause(failure != null ? failure : new ConnectionClosedException("connection closed")));
+        Rdma rdma = connection.rdma();
+        if (endpoint != null) {
+            endpoint.close();
+        }
+        rdma.drainCompletionEvents(io);
+        if (cq != null) {
+            cq.close();
+        }
+        sends.close();
+        if (!receives.release()) {
+            rdma.memoryHeld(connection);   // freed when the last lent message closes, or when the Rdma closes
+        }
+        rdma.forget(connection);
+        if (connection.server != null) {
+            connection.server.forget(connection);
+        }
+        released.complete(null);
+        runReleaseHooks();
+        Consumer<Connection> cb = onDisconnect;
+        if (cb != null && connected.isDone() && !connected.isCompletedExceptionally()) {
+            try {
+                cb.accept(connection);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "onDisconnect callback threw", e);
+            }
+        }
+    }
+
+    /** Runs {@code r} once this connection is released (at once, here, if it is already). */
+    void addReleaseHook(Runnable r) {
+        releaseHooks.add(r);
+        if (released.isDone() && releaseHooks.remove(r)) {   // whoever removes it runs it
+            r.run();
+        }
+    }
+
+    void removeReleaseHook(Runnable r) {
+        releaseHooks.remove(r);
+    }
+
+    int releaseHookCount() {
+        return releaseHooks.size();
+    }
+
+    private void runReleaseHooks() {
+        for (Runnable hook : releaseHooks) {
+            if (releaseHooks.remove(hook)) {
+                try {
+                    hook.run();
+                } catch (RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "ending an exposure to the connection to " + remoteAddress + " failed", e);
+                }
+            }
+        }
+    }
+
+    /** Starts closing (on the IO thread); the future completes when the connection is released. */
+    CompletableFuture<Void> closeAsync() {
+        if (released.isDone()) {
+            return released.copy();
+        }
+        io.execute(() -> {
+            if (state == ConnectionState.CONNECTING) {
+                failConnect(new ConnectionClosedException("connection to " + remoteAddress + " closed while connecting"));
+            } else {
+                startTeardown(new ConnectionClosedException("the connection to " + remoteAddress + " was closed by this side"));
+            }
+        });
+        return released.copy();
+    }
+
+    /** {@link #closeAsync()}, then waits for the release (not on the IO thread) up to the teardown's bound + 1 s. */
+    void close() {
+        CompletableFuture<Void> done = closeAsync();
+        if (done.isDone() || io.inThisThread()) {
+            return;
+        }
+        try {
+            io.await(released, TEARDOWN_NANOS + TimeUnit.SECONDS.toNanos(1));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            LOG.log(System.Logger.Level.WARNING, "closing the connection to {0}: not finished after {1} s; it goes on"
+                    + " in the background (its queue pair is in error: the peer reaches nothing of it)", remoteAddress,
+                    TimeUnit.NANOSECONDS.toSeconds(TEARDOWN_NANOS) + 1);
+        }
+    }
+}

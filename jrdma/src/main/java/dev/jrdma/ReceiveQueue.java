@@ -1,0 +1,221 @@
+package dev.jrdma;
+
+import dev.jrdma.exceptions.ConnectionClosedException;
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.exceptions.WorkCompletionException;
+import dev.jrdma.spi.AccessFlags;
+import dev.jrdma.spi.Device;
+import dev.jrdma.spi.MemoryRegistration;
+import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.WorkCompletion;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
+
+/**
+ * A connection's receive side: its registered receive buffers, all posted from the start; the
+ * delivery of what arrives in them (to the {@code onReceive} callback, to a waiting
+ * {@code receive()}, or kept until one asks) as {@link Message}s; and the re-post of a buffer
+ * when its message is closed. A message's buffer outlives the connection until it is closed.
+ */
+final class ReceiveQueue {
+    private static final System.Logger LOG = System.getLogger("dev.jrdma");
+    /** Marks a receive's wr_id (a send's is its slot). */
+    static final long RECV_FLAG = 1L << 62;
+
+    private final Connection connection;
+    private final ConnectionLife life;
+    private final Object postLock;
+    private final int depth;
+    private final int bufferSize;
+    private QueuePair qp;
+    private Arena memory;   // guarded by this once released
+    private MemoryRegistration registration;
+    private int posted;     // under postLock
+    /** Messages delivered and not yet closed: their buffers must outlive a release. */
+    private final AtomicInteger lent = new AtomicInteger();
+    private volatile boolean freeWanted;
+
+    // Received messages nobody took yet, and receive() calls waiting for one. Guarded by `waiting`.
+    private final ArrayDeque<Message> undelivered = new ArrayDeque<>();
+    private final ArrayDeque<CompletableFuture<Message>> waiting = new ArrayDeque<>();
+    private volatile BiConsumer<Connection, Message> onReceive;
+
+    ReceiveQueue(Connection connection, ConnectionLife life, Object postLock, ConnectionConfig config) {
+        this.connection = connection;
+        this.life = life;
+        this.postLock = postLock;
+        this.depth = config.receiveQueueDepth();
+        this.bufferSize = config.receiveBufferSize();
+    }
+
+    /** Registers the buffers; before the QP exists. */
+    void prepare(Device device) {
+        memory = Arena.ofShared();
+        MemorySegment buffers = memory.allocate((long) bufferSize * depth, 64);
+        registration = device.register(buffers, AccessFlags.LOCAL_WRITE);
+    }
+
+    /** The QP exists (INIT): post every receive, before the peer can send. */
+    void attach(QueuePair qp) {
+        this.qp = qp;
+        synchronized (postLock) {
+            for (int i = 0; i < depth; i++) {
+                post(i);
+            }
+        }
+    }
+
+    private void post(int buffer) {
+        int rc = qp.postRecv(RECV_FLAG | buffer, registration.memory().address() + (long) buffer * bufferSize, bufferSize,
+                registration.lkey());
+        if (rc != 0) {
+            throw new RdmaException("ibv_post_recv failed with errno " + rc + " on the connection to " + life.remoteAddress());
+        }
+        posted++;
+    }
+
+    /** No receive is posted any more; under postLock. */
+    boolean drained() {
+        return posted == 0;
+    }
+
+    /** A receive completed (on the completing thread): deliver its message, or fail the connection. */
+    void onCompletion(int buffer, int status, int opcode, int byteLen, int imm, boolean withImm) {
+        synchronized (postLock) {
+            posted--;
+        }
+        if (status != WorkCompletion.SUCCESS) {
+            if (status != WorkCompletion.WR_FLUSH_ERR || life.failure() == null) {
+                life.markError(new WorkCompletionException("receive on the connection to " + life.remoteAddress(),
+                        WorkCompletion.statusName(status)));
+            }
+            return;
+        }
+        boolean write = opcode == WorkCompletion.OP_RECV_RDMA_WITH_IMM;
+        MemorySegment data = registration.memory().asSlice((long) buffer * bufferSize, write ? 0 : byteLen);
+        lent.incrementAndGet();
+        deliver(new Message(connection, buffer, data, byteLen, withImm, imm, write));
+    }
+
+    private void deliver(Message m) {
+        BiConsumer<Connection, Message> cb = onReceive;
+        if (cb != null) {
+            try (m) {
+                cb.accept(connection, m);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "onReceive callback of the connection to " + life.remoteAddress()
+                        + " threw", e);
+            }
+            return;
+        }
+        CompletableFuture<Message> f;
+        synchronized (waiting) {
+            f = waiting.poll();
+            if (f == null) {
+                undelivered.add(m);
+                return;
+            }
+        }
+        f.complete(m);
+    }
+
+    /** Every message from now on goes to {@code callback}; those kept so far first (on the IO thread). */
+    void onReceive(BiConsumer<Connection, Message> callback) {
+        onReceive = callback;
+        connection.io.execute(this::drainUndeliveredToCallback);
+    }
+
+    private void drainUndeliveredToCallback() {
+        while (true) {
+            Message m;
+            synchronized (waiting) {
+                m = undelivered.poll();
+            }
+            if (m == null) {
+                return;
+            }
+            deliver(m);
+        }
+    }
+
+    /** The next message: one kept, or the next to arrive; fails once the connection has failed. */
+    CompletableFuture<Message> receive() {
+        CompletableFuture<Message> f = new CompletableFuture<>();
+        Message m;
+        synchronized (waiting) {
+            m = undelivered.poll();
+            if (m == null) {
+                RdmaException why = life.failure();
+                if (why != null) {
+                    f.completeExceptionally(ConnectionLife.closedBecause(why));
+                    return f;
+                }
+                waiting.add(f);
+                return f;
+            }
+        }
+        f.complete(m);
+        return f;
+    }
+
+    /** Fails every waiting {@code receive()}. */
+    void failReceivers(RdmaException e) {
+        List<CompletableFuture<Message>> list;
+        synchronized (waiting) {
+            list = new ArrayList<>(waiting);
+            waiting.clear();
+        }
+        ConnectionClosedException closed = ConnectionLife.closedBecause(e);
+        for (CompletableFuture<Message> f : list) {
+            f.completeExceptionally(closed);
+        }
+    }
+
+    /** A message's buffer is free again: post it, unless the connection is going down. */
+    void repost(int buffer) {
+        synchronized (postLock) {
+            if (life.state() == ConnectionState.ESTABLISHED) {
+                post(buffer);
+            }
+        }
+        if (lent.decrementAndGet() == 0 && freeWanted) {
+            freeMemory();
+        }
+    }
+
+    /**
+     * The connection is released: the registration goes now; the buffers once no message is lent
+     * out. Returns true when they are freed already.
+     */
+    boolean release() {
+        if (registration != null) {
+            registration.close();
+        }
+        freeWanted = true;
+        if (lent.get() == 0) {
+            freeMemory();
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Frees the receive buffers, once the connection is released and no message is lent out (a
+     * {@link Message}'s data stays valid until it is closed, also when the connection ends
+     * first), or when the Rdma closes. Idempotent.
+     */
+    synchronized void freeMemory() {
+        if (memory != null) {
+            memory.close();
+            memory = null;
+            connection.rdma().memoryFreed(connection);
+        }
+    }
+}

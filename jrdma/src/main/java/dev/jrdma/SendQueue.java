@@ -1,0 +1,274 @@
+package dev.jrdma;
+
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.exceptions.RdmaTimeoutException;
+import dev.jrdma.runtime.IoThread;
+import dev.jrdma.spi.AccessFlags;
+import dev.jrdma.spi.Device;
+import dev.jrdma.spi.MemoryRegistration;
+import dev.jrdma.spi.QueuePair;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * Posting to a connection's send queue: every operation, single, batched or an emulated atomic's
+ * next attempt, goes through here, serialised by {@link #postLock} (the monitor the provider's
+ * queue pair is posted under, {@code QueuePairOwner.postMonitor}). An operation takes a slot
+ * ({@link SendSlots}), whose record says whom to tell; its wr_id is the slot. Atomics land their
+ * prior value in the slot's 8-byte scratch word.
+ */
+final class SendQueue {
+    final Object postLock = new Object();
+    final SendSlots slots;
+    private final ConnectionLife life;
+    private final ConnectionConfig config;
+    private final IoThread io;
+    private QueuePair qp;
+    /** The device flushes ({@code WR_FLUSH}); else a flush is a 1-byte read after the writes. */
+    private boolean nativeFlush;
+    private Arena memory;
+    private MemoryRegistration scratchMr;
+    private long scratchBase;
+
+    SendQueue(ConnectionLife life, ConnectionConfig config, IoThread io) {
+        this.life = life;
+        this.config = config;
+        this.io = io;
+        this.slots = new SendSlots(config.sendQueueDepth(), postLock);
+    }
+
+    /** Registers the scratch words of atomics; before the QP exists. */
+    void prepare(Device device) {
+        nativeFlush = device.flushes();
+        memory = Arena.ofShared();
+        MemorySegment scratch = memory.allocate(8L * slots.depth(), 8);
+        scratchMr = device.register(scratch, AccessFlags.LOCAL_WRITE);
+        scratchBase = scratch.address();
+    }
+
+    void attach(QueuePair qp) {
+        this.qp = qp;
+    }
+
+    /** The 8-byte value the atomic of {@code o} returned. */
+    long valueOf(SendOperation o) {
+        return scratchMr.memory().get(ValueLayout.JAVA_LONG, 8L * o.slot);
+    }
+
+    /**
+     * Posts one operation (see {@link Operation} for what {@code a..d} are); {@code kind} and
+     * {@code completion} say whom to tell. Bad input and a connection that is not usable throw
+     * here, and nothing is posted.
+     */
+    void post(Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b, long c, long d, byte kind,
+              Object completion, Object attachment) {
+        OperationChecks.check(op, buf, remote, life.peer());
+        life.checkUsable(op.label);
+        synchronized (postLock) {
+            awaitRoom(1, op.label);
+            SendOperation o = slots.take(op, kind, completion, attachment);
+            switch (op.shape) {
+                case MESSAGE, TRANSFER -> postOne(o, op.wire, buf.address(), (int) buf.length(), buf.lkey(), remote, a, b, imm);
+                case ATOMIC -> postOne(o, op.wire, scratch(o), 8, scratchMr.lkey(), remote, a, b, 0);
+                case EMULATED -> {
+                    o.a = a;
+                    o.b = b;
+                    o.c = c;
+                    o.d = d;
+                    o.remote = remote;
+                    o.deadline = life.nanoTime() + config.timeout().toNanos();
+                    o.expected = 0;   // the first attempt assumes the word is 0
+                    postOne(o, op.wire, scratch(o), 8, scratchMr.lkey(), remote, 0, MaskedAtomics.next(op, 0, a, b, c, d), 0);
+                }
+                case FLUSH -> {
+                    if (nativeFlush) {
+                        postOne(o, QueuePair.WR_FLUSH, 0, 0, 0, remote, a, remote.length(), 0);
+                    } else {
+                        postOne(o, QueuePair.WR_RDMA_READ, scratch(o), remote.length() == 0 ? 0 : 1, scratchMr.lkey(),
+                                remote, 0, 0, 0);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * The next attempt of the emulated atomic {@code o}, whose compare-and-swap returned
+     * {@code seen}, goes out on the same slot. Returns null when it was posted, else why the
+     * operation failed (its time is up, the connection is not usable, or the post failed).
+     */
+    RdmaException postNextAttempt(SendOperation o, long seen) {
+        synchronized (postLock) {   // it posts: serialised with the posters
+            String op = o.op.label;
+            if (life.nanoTime() > o.deadline) {
+                return new RdmaTimeoutException(op + " on the connection to " + life.remoteAddress()
+                        + " gave up: the word kept changing under its compare-and-swap for " + config.timeout());
+            }
+            if (life.state() != ConnectionState.ESTABLISHED) {
+                return life.notUsable(op);
+            }
+            RemoteRegion remote = o.remote;
+            o.expected = seen;
+            slots.push(o);
+            int rc = qp.postSend(o.slot, QueuePair.WR_ATOMIC_CMP_AND_SWP, QueuePair.SEND_SIGNALED, scratch(o), 8,
+                    scratchMr.lkey(), remote.address(), remote.rkey(), seen,
+                    MaskedAtomics.next(o.op, seen, o.a, o.b, o.c, o.d), 0);
+            if (rc != 0) {
+                slots.popTail();
+                return new RdmaException(op + ": ibv_post_send failed with errno " + rc);
+            }
+            return null;
+        }
+    }
+
+    /**
+     * Posts a batch: all its slots are taken at once, every request but the last is unsignaled,
+     * and the chain goes to the device in one call. In RC the send queue completes in order, so
+     * the last one's completion tells that all before it are done (see {@link CompletionDispatch}).
+     */
+    void submit(Batch b, BatchCompletion bc) {
+        int n = b.size();
+        if (n == 0) {
+            bc.finish(null);
+            return;
+        }
+        if (n > slots.depth()) {
+            throw new IllegalArgumentException("a batch of " + n + " operations does not fit the send queue of "
+                    + slots.depth() + " (ConnectionConfig.sendQueueDepth): split it");
+        }
+        for (int i = 0; i < n; i++) {
+            OperationChecks.check(b.op[i], b.local[i], b.remote[i], life.peer());
+        }
+        life.checkUsable("batch");
+        synchronized (postLock) {
+            awaitRoom(n, "batch");
+            for (int i = 0; i < n; i++) {
+                Operation op = b.op[i];
+                SendOperation o = slots.take(op, SendOperation.BATCH_MEMBER, bc, null);
+                o.batchIndex = i;
+                LocalRegion buf = b.local[i];
+                RemoteRegion remote = b.remote[i];
+                qp.stage(i, o.slot, op.wire, i == n - 1 ? QueuePair.SEND_SIGNALED : 0,
+                        op.atomic ? scratch(o) : buf.address(), op.atomic ? 8 : (int) buf.length(),
+                        op.atomic ? scratchMr.lkey() : buf.lkey(), remote == null ? 0 : remote.address(),
+                        remote == null ? 0 : remote.rkey(), b.compareAdd[i], b.swap[i], b.imm[i]);
+                slots.push(o);
+            }
+            int rc = qp.postStaged(n);
+            if (rc != 0) {
+                failUnposted(b, bc, n, rc);
+            }
+        }
+    }
+
+    /**
+     * The device took only the batch's first {@code qp.firstUnposted()} requests: the others leave
+     * the ring (they were pushed last) and fail now; those posted complete as usual. An unsignaled
+     * tail would never be reported, so then the connection is put in error, which flushes them.
+     */
+    private void failUnposted(Batch b, BatchCompletion bc, int n, int rc) {
+        int posted = qp.firstUnposted();
+        RdmaException e = new RdmaException("batch: ibv_post_send failed with errno " + rc + " at operation "
+                + posted + " of " + n + " (" + b.op[posted].label + "; the QP is "
+                + QueuePair.stateName(qp.queryState()) + ")");
+        for (int i = n - 1; i >= posted; i--) {
+            slots.untake(slots.popTail());   // the last taken first: the reverse of taking
+            bc.member(i, e, 0);
+        }
+        if (posted > 0) {
+            life.markError(e);
+            qp.moveToError();
+        }
+    }
+
+    /** Posts the request of {@code o}, signaled; on failure frees the slot and throws. Under postLock. */
+    private void postOne(SendOperation o, int opcode, long localAddr, int length, int lkey, RemoteRegion remote,
+                         long compareAdd, long swap, int imm) {
+        slots.push(o);
+        int rc = qp.postSend(o.slot, opcode, QueuePair.SEND_SIGNALED, localAddr, length, lkey,
+                remote == null ? 0 : remote.address(), remote == null ? 0 : remote.rkey(), compareAdd, swap, imm);
+        if (rc != 0) {
+            slots.popTail();
+            String op = o.op.label;
+            slots.untake(o);
+            throw new RdmaException(op + ": ibv_post_send failed with errno " + rc
+                    + " (the QP is " + QueuePair.stateName(qp.queryState()) + ")");
+        }
+    }
+
+    private long scratch(SendOperation o) {
+        return scratchBase + 8L * o.slot;
+    }
+
+    /** Waits until {@code n} slots are free, up to the timeout; under postLock, never on the IO thread. */
+    private void awaitRoom(int n, String op) {
+        long deadline = 0;
+        while (true) {
+            if (life.state() != ConnectionState.ESTABLISHED) {
+                throw life.notUsable(op);
+            }
+            if (slots.free() >= n) {
+                return;
+            }
+            if (io.inThisThread()) {
+                throw new RdmaTimeoutException(op + ": the send queue is full (" + slots.depth()
+                        + " operations outstanding) and this is the IO thread, which must not wait for it");
+            }
+            long now = life.nanoTime();
+            if (deadline == 0) {
+                deadline = now + config.timeout().toNanos();
+            } else if (now >= deadline) {
+                throw new RdmaTimeoutException(op + ": the send queue stayed full ("
+                        + slots.depth() + " operations outstanding) for " + config.timeout());
+            }
+            slots.waiting(1);
+            try {
+                waitForRoom();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new RdmaException(op + ": interrupted while waiting for room in the send queue");
+            } finally {
+                slots.waiting(-1);
+            }
+        }
+    }
+
+    private void waitForRoom() throws InterruptedException {
+        if (io.isInline()) {
+            // Progress is the caller's to drive: poll, keeping postLock (a callback of this pass
+            // that posts here re-enters it), and look again at once. Only while another thread is
+            // in a pass, give the lock up for a while: that pass frees the slots, and its
+            // callbacks may post here.
+            if (Thread.interrupted()) {
+                throw new InterruptedException();
+            }
+            if (io.poll() == 0 && io.polledElsewhere()) {
+                postLock.wait(1);
+            } else {
+                Thread.onSpinWait();
+            }
+        } else {
+            // 1 ms at most: the completing thread reads the waiting count without a fence after
+            // freeing a slot, so a notify may be missed; the next look is then soon.
+            postLock.wait(1);
+        }
+    }
+
+    /** Nothing outstanding in the send queue; under postLock. */
+    boolean drained() {
+        return slots.allFree();
+    }
+
+    /** Frees the scratch words; once the QP is gone and nothing is in flight. */
+    void close() {
+        if (scratchMr != null) {
+            scratchMr.close();
+        }
+        if (memory != null) {
+            memory.close();
+            memory = null;
+        }
+    }
+}

@@ -1,0 +1,381 @@
+package dev.jrdma;
+
+import dev.jrdma.FakeProvider.FakeQueuePair;
+import dev.jrdma.FakeProvider.Posted;
+import dev.jrdma.exceptions.ConnectionClosedException;
+import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.exceptions.RdmaTimeoutException;
+import dev.jrdma.exceptions.RemoteAccessException;
+import dev.jrdma.spi.AccessFlags;
+import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.WorkCompletion;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.nio.channels.CompletionHandler;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The operation core (send-queue slots, in-order completion, batches, emulated atomics, error
+ * mapping, teardown) driven through a fake provider whose queue pair completes only what the test
+ * says, in INLINE mode, with a clock the test moves: every step is the test's, nothing waits on
+ * time passing.
+ */
+@Timeout(60)
+class ConnectionCoreTest {
+    private static final int DEPTH = 4;
+    private static final Duration TIMEOUT = Duration.ofSeconds(2);
+    private final FakeProvider fake = new FakeProvider();
+    private final AtomicLong clock = new AtomicLong(1_000_000_000L);
+    private Rdma rdma;
+    private Connection c;
+    private FakeQueuePair qp;
+    private final RemoteRegion remote = new RemoteRegion(0x10_0000, 4096, 77,
+            AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC);
+
+    private void open() throws InterruptedException {
+        rdma = Rdma.builder().provider(fake).ioThreads(Rdma.INLINE).clock(clock::get).build();
+        c = rdma.connect(new InetSocketAddress("127.0.0.1", 7471), ConnectionConfig.builder().sendQueueDepth(DEPTH)
+                .receiveQueueDepth(2).receiveBufferSize(256).timeout(TIMEOUT).build());
+        qp = fake.queuePairs.poll(5, TimeUnit.SECONDS);
+        assertEquals(ConnectionState.ESTABLISHED, c.state());
+    }
+
+    @AfterEach
+    void close() {
+        if (rdma != null) {
+            rdma.close();
+            assertEquals(0, qp.postsOutsideMonitor.get(), "every post was under the connection's post monitor");
+            assertEquals(0, fake.device.openRegistrations.get(), "every registration was closed");
+        }
+    }
+
+    /** Polls until a pass finds nothing to do. */
+    private void settle() {
+        while (rdma.poll() > 0) {
+            Thread.onSpinWait();
+        }
+    }
+
+    private static Throwable failureOf(CompletableFuture<?> f) {
+        assertTrue(f.isCompletedExceptionally(), "failed");
+        ExecutionException e = assertThrows(ExecutionException.class, f::get);
+        return e.getCause();
+    }
+
+    /** Counts every call, to prove each operation completes exactly once. */
+    private static final class Counting implements CompletionHandler<Long, Integer> {
+        final AtomicInteger calls = new AtomicInteger();
+        final long[] values = new long[1000];
+        final Throwable[] failures = new Throwable[1000];
+
+        @Override
+        public void completed(Long v, Integer i) {
+            calls.incrementAndGet();
+            values[i] = v;
+        }
+
+        @Override
+        public void failed(Throwable e, Integer i) {
+            calls.incrementAndGet();
+            failures[i] = e;
+        }
+    }
+
+    @Test
+    void slotsWrapRoundAfterRoundAndEachOperationCompletesOnceWithItsOwnValue() throws Exception {
+        open();
+        Counting h = new Counting();
+        for (int round = 0; round < 25; round++) {
+            for (int i = 0; i < DEPTH; i++) {
+                c.fetchAndAdd(remote, 1, round * DEPTH + i, h);
+            }
+            for (int i = 0; i < DEPTH; i++) {
+                Posted p = qp.nextSend();
+                assertEquals(QueuePair.WR_ATOMIC_FETCH_AND_ADD, p.opcode());
+                assertTrue(p.signaled());
+                qp.completeAtomic(p, 1000L + round * DEPTH + i);
+            }
+            settle();
+            assertEquals((round + 1) * DEPTH, h.calls.get());
+        }
+        for (int i = 0; i < 25 * DEPTH; i++) {
+            assertEquals(1000L + i, h.values[i], "operation " + i + " got its own prior value");
+            assertNull(h.failures[i]);
+        }
+        assertEquals(0, qp.outstandingCount());
+    }
+
+    @Test
+    void aFullSendQueueWaitsForAFreeSlotAndTimesOutOnItsClock() throws Exception {
+        open();
+        List<CompletableFuture<Void>> first = new java.util.ArrayList<>();
+        LocalRegion buf = rdma.allocate(64);
+        for (int i = 0; i < DEPTH; i++) {
+            first.add(c.write(buf, remote));
+        }
+        List<Posted> posted = new java.util.ArrayList<>();
+        for (int i = 0; i < DEPTH; i++) {
+            posted.add(qp.nextSend());
+        }
+        // A fifth, from another thread, waits (polling: INLINE) until a slot frees.
+        CompletableFuture<CompletableFuture<Void>> fifth = CompletableFuture.supplyAsync(() -> c.write(buf, remote));
+        assertNull(qp.sends.poll(50, TimeUnit.MILLISECONDS), "no fifth request while four are outstanding");
+        qp.complete(posted.get(0), WorkCompletion.SUCCESS);
+        Posted p5 = qp.nextSend();   // posted once the fifth's own poll freed the slot
+        assertEquals(posted.get(0).wrId(), p5.wrId(), "the freed slot is reused");
+        first.get(0).get(5, TimeUnit.SECONDS);
+        CompletableFuture<Void> f5 = fifth.get(5, TimeUnit.SECONDS);
+        // Full again: a sixth waits, and fails once the clock says the timeout passed.
+        CompletableFuture<CompletableFuture<Void>> sixth = CompletableFuture.supplyAsync(() -> c.write(buf, remote));
+        assertNull(qp.sends.poll(50, TimeUnit.MILLISECONDS));
+        clock.addAndGet(TIMEOUT.toNanos() + 1);
+        Throwable e = failureOf(sixth.get(5, TimeUnit.SECONDS));
+        assertInstanceOf(RdmaTimeoutException.class, e);
+        assertTrue(e.getMessage().contains("stayed full (4 operations outstanding)"), e.getMessage());
+        for (int i = 1; i < DEPTH; i++) {
+            qp.complete(posted.get(i), WorkCompletion.SUCCESS);
+        }
+        qp.complete(p5, WorkCompletion.SUCCESS);
+        settle();
+        for (CompletableFuture<Void> f : first) {
+            assertNull(f.getNow(null));
+            assertTrue(f.isDone());
+        }
+        assertTrue(f5.isDone() && !f5.isCompletedExceptionally());
+        assertEquals(ConnectionState.ESTABLISHED, c.state(), "a full queue fails the operation, not the connection");
+        buf.close();
+    }
+
+    @Test
+    void aBatchIsOneChainSignaledAtItsEndAndCompletesWithItsAtomicsValues() throws Exception {
+        open();
+        LocalRegion a = rdma.allocate(64);
+        LocalRegion b = rdma.allocate(64);
+        CompletableFuture<long[]> f = c.batch().write(a, remote).compareAndSwap(remote, 0, 5).fetchAndAdd(remote, 2)
+                .read(remote, b).submit();
+        Posted[] p = new Posted[4];
+        for (int i = 0; i < 4; i++) {
+            p[i] = qp.nextSend();
+            assertEquals(i == 3, p[i].signaled(), "only the last is signaled");
+        }
+        assertEquals(QueuePair.WR_ATOMIC_CMP_AND_SWP, p[1].opcode());
+        assertEquals(5, p[1].swap());
+        qp.land(p[1], 41);
+        qp.land(p[2], 42);
+        settle();
+        assertFalse(f.isDone());
+        qp.complete(p[3], WorkCompletion.SUCCESS);   // RC: the three before it are done too
+        settle();
+        assertArrayEquals(new long[] {0, 41, 42, 0}, f.get());
+        a.close();
+        b.close();
+    }
+
+    @Test
+    void aBatchTheDeviceTakesOnlyPartlyFailsEachMemberOnceAndTheConnection() throws Exception {
+        open();
+        LocalRegion a = rdma.allocate(64);
+        // At its first request: nothing is posted, the connection stays up.
+        qp.failErrno = 12;
+        qp.failAt = 0;
+        CompletableFuture<long[]> none = c.batch().write(a, remote).write(a, remote).submit();
+        Throwable e0 = failureOf(none);
+        assertTrue(e0.getMessage().contains("errno 12 at operation 0 of 2"), e0.getMessage());
+        assertEquals(ConnectionState.ESTABLISHED, c.state());
+        assertEquals(0, qp.outstandingCount());
+        // At its third: two went out unsignaled and would never be reported, so the connection
+        // is put in error, which flushes them; the batch fails once, with the post's error.
+        qp.failErrno = 12;
+        qp.failAt = 2;
+        AtomicInteger calls = new AtomicInteger();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        c.batch().write(a, remote).fetchAndAdd(remote, 1).write(a, remote).read(remote, a).submit(null,
+                new CompletionHandler<long[], Object>() {
+                    @Override
+                    public void completed(long[] v, Object x) {
+                        calls.incrementAndGet();
+                    }
+
+                    @Override
+                    public void failed(Throwable e, Object x) {
+                        calls.incrementAndGet();
+                        failure.set(e);
+                    }
+                });
+        assertEquals(2, qp.sends.size());
+        settle();
+        assertEquals(1, calls.get());
+        assertTrue(failure.get().getMessage().contains("errno 12 at operation 2 of 4 (write"), failure.get().getMessage());
+        assertEquals(ConnectionState.ERROR, c.state());
+        assertSame(failure.get(), c.failure());
+        assertInstanceOf(ConnectionClosedException.class, failureOf(c.write(a, remote)));
+        a.close();
+    }
+
+    @Test
+    void anEmulatedAtomicPostsItsNextAttemptWithWhatItsCompareAndSwapSaw() throws Exception {
+        open();
+        // Set the high nibble to 0xA where the low byte is 0x0F.
+        CompletableFuture<Long> f = c.maskedCompareAndSwap(remote, 0x0F, 0xFF, 0xA0, 0xF0);
+        Posted first = qp.nextSend();
+        assertEquals(QueuePair.WR_ATOMIC_CMP_AND_SWP, first.opcode());
+        assertEquals(0, first.compareAdd(), "the first attempt assumes the word is 0");
+        qp.completeAtomic(first, 0x0F);
+        settle();
+        assertFalse(f.isDone());
+        Posted second = qp.nextSend();
+        assertEquals(first.wrId(), second.wrId(), "the same slot");
+        assertEquals(0x0F, second.compareAdd());
+        assertEquals(0xAF, second.swap());
+        qp.completeAtomic(second, 0x0F);   // it took effect
+        settle();
+        assertEquals(0x0FL, f.get());
+        // A word that needs no change settles at the compare-and-swap that saw it.
+        CompletableFuture<Long> g = c.maskedCompareAndSwap(remote, 0x0F, 0xFF, 0xA0, 0xF0);
+        qp.completeAtomic(qp.nextSend(), 0x11);
+        settle();
+        assertEquals(0x11L, g.get());
+        assertEquals(0, qp.sends.size());
+    }
+
+    @Test
+    void anEmulatedAtomicGivesUpWhenItsTimeIsUpAndTheConnectionStays() throws Exception {
+        open();
+        CompletableFuture<Void> f = c.atomicWrite(remote, 7);
+        Posted p = qp.nextSend();
+        assertEquals(7, p.swap());
+        qp.completeAtomic(p, 1);
+        settle();
+        p = qp.nextSend();
+        assertEquals(1, p.compareAdd());
+        clock.addAndGet(TIMEOUT.toNanos() + 1);
+        qp.completeAtomic(p, 2);   // changed again under it, and its time is up
+        settle();
+        Throwable e = failureOf(f);
+        assertInstanceOf(RdmaTimeoutException.class, e);
+        assertTrue(e.getMessage().startsWith("atomicWrite on the connection to"), e.getMessage());
+        assertTrue(e.getMessage().contains("gave up"), e.getMessage());
+        assertEquals(0, qp.sends.size(), "no attempt after its deadline");
+        assertEquals(ConnectionState.ESTABLISHED, c.state());
+        CompletableFuture<Long> next = c.fetchAndAdd(remote, 1);
+        qp.completeAtomic(qp.nextSend(), 9);
+        settle();
+        assertEquals(9L, next.get(), "its slot serves the next operation");
+    }
+
+    @Test
+    void aFailedCompletionNamesItsCauseAndTheOthersAreFlushedOnce() throws Exception {
+        open();
+        LocalRegion a = rdma.allocate(64);
+        Counting h = new Counting();
+        c.fetchAndAdd(remote, 1, 0, h);
+        c.fetchAndAdd(remote, 1, 1, h);
+        c.fetchAndAdd(remote, 1, 2, h);
+        Posted p0 = qp.nextSend();
+        qp.complete(p0, WorkCompletion.REM_ACCESS_ERR);   // the fake puts its QP in error: the rest are flushed
+        settle();
+        assertEquals(3, h.calls.get());
+        assertInstanceOf(RemoteAccessException.class, h.failures[0]);
+        assertTrue(h.failures[0].getMessage().contains("fetchAndAdd on the connection to"), h.failures[0].getMessage());
+        assertTrue(h.failures[0].getMessage().contains("IBV_WC_REM_ACCESS_ERR"), h.failures[0].getMessage());
+        for (int i = 1; i < 3; i++) {
+            assertInstanceOf(ConnectionClosedException.class, h.failures[i]);
+            assertSame(h.failures[0], h.failures[i].getCause(), "flushed because of the first failure");
+        }
+        assertEquals(ConnectionState.ERROR, c.state());
+        assertSame(h.failures[0], c.failure());
+        RdmaException later = assertThrows(RdmaException.class, () -> c.writeSync(a, remote));
+        assertTrue(later.getMessage().startsWith("write: the connection to"), later.getMessage());
+        a.close();
+    }
+
+    @Test
+    void aPostTheDeviceRefusesGivesItsSlotBack() throws Exception {
+        open();
+        LocalRegion a = rdma.allocate(64);
+        qp.failErrno = 12;
+        Throwable e = failureOf(c.write(a, remote));
+        assertEquals("write: ibv_post_send failed with errno 12 (the QP is RTS)", e.getMessage());
+        assertEquals(ConnectionState.ESTABLISHED, c.state());
+        // All four slots are there: four writes go out without waiting (from another thread,
+        // so that a lost slot shows as a missing post, not as this thread waiting).
+        CompletableFuture<List<CompletableFuture<Void>>> writes = CompletableFuture.supplyAsync(() -> {
+            List<CompletableFuture<Void>> all = new java.util.ArrayList<>();
+            for (int i = 0; i < DEPTH; i++) {
+                all.add(c.write(a, remote));
+            }
+            return all;
+        });
+        for (int i = 0; i < DEPTH; i++) {
+            qp.nextSend();
+        }
+        List<CompletableFuture<Void>> all = writes.get(5, TimeUnit.SECONDS);
+        for (Posted p : qp.outstanding()) {
+            qp.complete(p, WorkCompletion.SUCCESS);
+        }
+        settle();
+        for (CompletableFuture<Void> f : all) {
+            assertTrue(f.isDone() && !f.isCompletedExceptionally());
+        }
+        a.close();
+    }
+
+    @Test
+    void closeFailsEveryOutstandingOperationOnceAndFreesItsRegistrations() throws Exception {
+        open();
+        int before = fake.device.openRegistrations.get();
+        Counting h = new Counting();
+        for (int i = 0; i < 3; i++) {
+            c.compareAndSwap(remote, 0, 1, i, h);
+        }
+        assertEquals(3, qp.outstandingCount());
+        c.close();
+        assertEquals(3, h.calls.get());
+        for (int i = 0; i < 3; i++) {
+            assertInstanceOf(ConnectionClosedException.class, h.failures[i]);
+            assertTrue(h.failures[i].getMessage().contains("was closed by this side"), h.failures[i].getMessage());
+        }
+        assertEquals(ConnectionState.CLOSED, c.state());
+        assertEquals(before - 2, fake.device.openRegistrations.get(), "its receive buffers and scratch words");
+        RdmaException e = assertThrows(RdmaException.class, () -> c.compareAndSwapSync(remote, 0, 1));
+        assertInstanceOf(ConnectionClosedException.class, e);
+    }
+
+    @Test
+    void aMessageIsDeliveredAndItsBufferPostedAgainWhenClosed() throws Exception {
+        open();
+        FakeProvider.PostedReceive r0 = qp.receives.poll(5, TimeUnit.SECONDS);
+        assertTrue(qp.receives.size() == 1, "both receives posted at the start");
+        CompletableFuture<Message> m = c.receive();
+        qp.deliver("hello".getBytes());
+        settle();
+        try (Message msg = m.get()) {
+            assertEquals(5, msg.byteCount());
+            assertEquals("hello", new String(msg.data().toArray(ValueLayout.JAVA_BYTE)));
+            assertEquals(0, qp.receives.size() - 1, "not posted again while the message is open");
+        }
+        FakeProvider.PostedReceive again = qp.receives.poll(5, TimeUnit.SECONDS);
+        FakeProvider.PostedReceive second = again.localAddr() == r0.localAddr() ? again : qp.receives.poll(5, TimeUnit.SECONDS);
+        assertEquals(r0.localAddr(), second.localAddr(), "the closed message's buffer is posted again");
+    }
+}
