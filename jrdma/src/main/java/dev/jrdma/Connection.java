@@ -32,6 +32,11 @@ import java.util.function.Consumer;
  * every other outstanding one with {@link ConnectionClosedException}, and so does every later one.
  * Wrong input found before posting (sizes, closed regions, access the remote descriptor does not
  * grant) fails that operation only, and the connection stays usable.
+ *
+ * <p><b>Completions.</b> Every operation completes exactly once, except one posted with
+ * {@link Completion#ON_ERROR} (the handler forms take it): that one reports only its failure,
+ * which is never lost, and its success is told by the next operation that completes after it
+ * (the send queue completes in order). See {@link Completion}.
  */
 public final class Connection implements AutoCloseable {
     private final Rdma rdma;
@@ -125,6 +130,14 @@ public final class Connection implements AutoCloseable {
         handler(Operation.SEND, buf, null, 0, 0, 0, 0, 0, attachment, handler);
     }
 
+    /**
+     * {@link #send(LocalRegion, Object, CompletionHandler)}, reporting as {@code when} says: with
+     * {@link Completion#ON_ERROR} only a failure, and {@code handler} may be null.
+     */
+    public <A> void send(LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler, Completion when) {
+        handler(Operation.SEND, buf, null, 0, 0, 0, 0, 0, attachment, handler, when);
+    }
+
     /** {@link #send(LocalRegion)}, waiting in the caller. */
     public void sendSync(LocalRegion buf) {
         sync(Operation.SEND, buf, null, 0, 0, 0, 0, 0);
@@ -137,6 +150,12 @@ public final class Connection implements AutoCloseable {
 
     public <A> void sendWithImm(int imm, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler) {
         handler(Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0, attachment, handler);
+    }
+
+    /** With {@link Completion#ON_ERROR}, only a failure is reported, and {@code handler} may be null. */
+    public <A> void sendWithImm(int imm, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler,
+                                Completion when) {
+        handler(Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0, attachment, handler, when);
     }
 
     public void sendWithImmSync(int imm, LocalRegion buf) {
@@ -215,6 +234,16 @@ public final class Connection implements AutoCloseable {
         handler(Operation.WRITE, buf, remote, 0, 0, 0, 0, 0, attachment, handler);
     }
 
+    /**
+     * {@link #write(LocalRegion, RemoteRegion, Object, CompletionHandler)}, reporting as
+     * {@code when} says: with {@link Completion#ON_ERROR} only a failure, and {@code handler} may
+     * be null; a later ALWAYS operation or {@link #flush} tells that it is done.
+     */
+    public <A> void write(LocalRegion buf, RemoteRegion remote, A attachment, CompletionHandler<Void, ? super A> handler,
+                          Completion when) {
+        handler(Operation.WRITE, buf, remote, 0, 0, 0, 0, 0, attachment, handler, when);
+    }
+
     /** {@link #write(LocalRegion, RemoteRegion)}, waiting in the caller. */
     public void writeSync(LocalRegion buf, RemoteRegion remote) {
         sync(Operation.WRITE, buf, remote, 0, 0, 0, 0, 0);
@@ -230,6 +259,12 @@ public final class Connection implements AutoCloseable {
         handler(Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0, attachment, handler);
     }
 
+    /** With {@link Completion#ON_ERROR}, only a failure is reported, and {@code handler} may be null. */
+    public <A> void writeWithImm(LocalRegion buf, RemoteRegion remote, int imm, A attachment,
+                                 CompletionHandler<Void, ? super A> handler, Completion when) {
+        handler(Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0, attachment, handler, when);
+    }
+
     public void writeWithImmSync(LocalRegion buf, RemoteRegion remote, int imm) {
         sync(Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0);
     }
@@ -241,6 +276,15 @@ public final class Connection implements AutoCloseable {
 
     public <A> void read(RemoteRegion remote, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler) {
         handler(Operation.READ, buf, remote, 0, 0, 0, 0, 0, attachment, handler);
+    }
+
+    /**
+     * With {@link Completion#ON_ERROR}, only a failure is reported, and {@code handler} may be
+     * null; the data is in {@code buf} once a later ALWAYS operation completed.
+     */
+    public <A> void read(RemoteRegion remote, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler,
+                         Completion when) {
+        handler(Operation.READ, buf, remote, 0, 0, 0, 0, 0, attachment, handler, when);
     }
 
     public void readSync(RemoteRegion remote, LocalRegion buf) {
@@ -259,6 +303,18 @@ public final class Connection implements AutoCloseable {
         handler(Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0, attachment, handler);
     }
 
+    /** {@link #compareAndSwap(RemoteRegion, long, long)} with the prior value unboxed: nothing allocated. */
+    public <A> void compareAndSwap(RemoteRegion remote, long expected, long desired, A attachment,
+                                   LongCompletionHandler<? super A> handler) {
+        primitive(Operation.COMPARE_AND_SWAP, remote, expected, desired, 0, 0, attachment, handler);
+    }
+
+    /** With {@link Completion#ON_ERROR}, only a failure is reported (the prior value is not), and {@code handler} may be null. */
+    public <A> void compareAndSwap(RemoteRegion remote, long expected, long desired, A attachment,
+                                   CompletionHandler<Long, ? super A> handler, Completion when) {
+        handler(Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0, attachment, handler, when);
+    }
+
     public long compareAndSwapSync(RemoteRegion remote, long expected, long desired) {
         return sync(Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0);
     }
@@ -270,6 +326,17 @@ public final class Connection implements AutoCloseable {
 
     public <A> void fetchAndAdd(RemoteRegion remote, long delta, A attachment, CompletionHandler<Long, ? super A> handler) {
         handler(Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0, attachment, handler);
+    }
+
+    /** {@link #fetchAndAdd(RemoteRegion, long)} with the prior value unboxed: nothing allocated. */
+    public <A> void fetchAndAdd(RemoteRegion remote, long delta, A attachment, LongCompletionHandler<? super A> handler) {
+        primitive(Operation.FETCH_AND_ADD, remote, delta, 0, 0, 0, attachment, handler);
+    }
+
+    /** With {@link Completion#ON_ERROR}, only a failure is reported (the prior value is not), and {@code handler} may be null. */
+    public <A> void fetchAndAdd(RemoteRegion remote, long delta, A attachment, CompletionHandler<Long, ? super A> handler,
+                                Completion when) {
+        handler(Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0, attachment, handler, when);
     }
 
     public long fetchAndAddSync(RemoteRegion remote, long delta) {
@@ -302,6 +369,12 @@ public final class Connection implements AutoCloseable {
         handler(Operation.MASKED_COMPARE_AND_SWAP, null, remote, 0, compare, compareMask, swap, swapMask, attachment, handler);
     }
 
+    /** With the prior value unboxed: nothing allocated. */
+    public <A> void maskedCompareAndSwap(RemoteRegion remote, long compare, long compareMask, long swap, long swapMask,
+                                         A attachment, LongCompletionHandler<? super A> handler) {
+        primitive(Operation.MASKED_COMPARE_AND_SWAP, remote, compare, compareMask, swap, swapMask, attachment, handler);
+    }
+
     public long maskedCompareAndSwapSync(RemoteRegion remote, long compare, long compareMask, long swap, long swapMask) {
         return sync(Operation.MASKED_COMPARE_AND_SWAP, null, remote, 0, compare, compareMask, swap, swapMask);
     }
@@ -319,6 +392,12 @@ public final class Connection implements AutoCloseable {
     public <A> void maskedFetchAndAdd(RemoteRegion remote, long add, long fieldBoundaryMask, A attachment,
                                       CompletionHandler<Long, ? super A> handler) {
         handler(Operation.MASKED_FETCH_AND_ADD, null, remote, 0, add, fieldBoundaryMask, 0, 0, attachment, handler);
+    }
+
+    /** With the prior value unboxed: nothing allocated. */
+    public <A> void maskedFetchAndAdd(RemoteRegion remote, long add, long fieldBoundaryMask, A attachment,
+                                      LongCompletionHandler<? super A> handler) {
+        primitive(Operation.MASKED_FETCH_AND_ADD, remote, add, fieldBoundaryMask, 0, 0, attachment, handler);
     }
 
     public long maskedFetchAndAddSync(RemoteRegion remote, long add, long fieldBoundaryMask) {
@@ -424,13 +503,39 @@ public final class Connection implements AutoCloseable {
     /** Posts {@code op}; {@code handler} is told the outcome, and nothing is allocated. */
     private <A> void handler(Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b, long c, long d,
                              A attachment, CompletionHandler<?, ? super A> handler) {
+        handler(op, buf, remote, imm, a, b, c, d, attachment, handler, Completion.ALWAYS);
+    }
+
+    /** Posts {@code op}; {@code handler} is told the outcome, or with ON_ERROR only a failure (it may then be null). */
+    private <A> void handler(Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b, long c, long d,
+                             A attachment, CompletionHandler<?, ? super A> handler, Completion when) {
+        boolean onError = Objects.requireNonNull(when, "when") == Completion.ON_ERROR;
+        if (handler == null && !onError) {
+            throw new NullPointerException(op.label + ": the handler (only an ON_ERROR operation may go without one)");
+        }
+        byte kind = onError ? SendOperation.ON_ERROR : op.atomic ? SendOperation.LONG_HANDLER : SendOperation.VOID_HANDLER;
         try {
-            sends.post(op, buf, remote, imm, a, b, c, d, op.atomic ? SendOperation.LONG_HANDLER : SendOperation.VOID_HANDLER,
-                    handler, attachment);
+            sends.post(op, buf, remote, imm, a, b, c, d, kind, handler, attachment);
         } catch (RuntimeException e) {
+            if (handler == null) {
+                throw e;   // bad input, and nobody else to tell
+            }
             @SuppressWarnings("unchecked")
             CompletionHandler<Object, Object> h = (CompletionHandler<Object, Object>) handler;
             h.failed(e, attachment);
+        }
+    }
+
+    /** Posts {@code op}, an atomic; {@code handler} gets its value unboxed, and nothing is allocated. */
+    private <A> void primitive(Operation op, RemoteRegion remote, long a, long b, long c, long d, A attachment,
+                               LongCompletionHandler<? super A> handler) {
+        if (handler == null) {
+            throw new NullPointerException(op.label + ": the handler");   // the message built only then: this is the hot path
+        }
+        try {
+            sends.post(op, null, remote, 0, a, b, c, d, SendOperation.PRIMITIVE_HANDLER, handler, attachment);
+        } catch (RuntimeException e) {
+            handler.failed(e, attachment);
         }
     }
 

@@ -168,9 +168,10 @@ public final class ConnectionConfig {
      * @throws IllegalArgumentException naming the field, the value and the device's limit
      */
     void validateFor(DeviceCapabilities caps, String device) {
-        check("sendQueueDepth", sendQueueDepth, caps.maxQpWr(), device, "max_qp_wr");
+        // One entry more than asked: the teardown's marker after unsignaled requests.
+        check("sendQueueDepth + 1", sendQueueDepth + 1L, caps.maxQpWr(), device, "max_qp_wr");
         check("receiveQueueDepth", receiveQueueDepth, caps.maxQpWr(), device, "max_qp_wr");
-        check("sendQueueDepth + receiveQueueDepth", sendQueueDepth + receiveQueueDepth, caps.maxCqe(), device, "max_cqe");
+        check("sendQueueDepth + 1 + receiveQueueDepth", sendQueueDepth + 1L + receiveQueueDepth, caps.maxCqe(), device, "max_cqe");
         int rd = Math.min(255, Math.min(caps.maxQpRdAtomic(), caps.maxQpInitRdAtomic()));
         if (maxRdAtomic > rd) {
             throw new IllegalArgumentException("maxRdAtomic " + maxRdAtomic + " exceeds " + device

@@ -136,7 +136,7 @@ final class ConnectionLife {
     /** Makes the CQ and the registered buffers; before the QP exists. */
     private void prepare(Device device, CompletionChannel channel) {
         ConnectionConfig config = connection.config();
-        cq = device.createCompletionQueue(config.sendQueueDepth() + config.receiveQueueDepth(), channel);
+        cq = device.createCompletionQueue(config.sendQueueDepth() + 1 + config.receiveQueueDepth(), channel);
         receives.prepare(device);
         sends.prepare(device);
     }
@@ -144,7 +144,8 @@ final class ConnectionLife {
     private QueuePairSpec spec(Device device) {
         ConnectionConfig config = connection.config();
         int rd = config.rdAtomicFor(device.capabilities());
-        return new QueuePairSpec(config.sendQueueDepth(), config.receiveQueueDepth(), 1, 1, config.maxInlineData(),
+        // One send-queue entry more than the slots: the teardown's marker (SendQueue.postMarker).
+        return new QueuePairSpec(config.sendQueueDepth() + 1, config.receiveQueueDepth(), 1, 1, config.maxInlineData(),
                 rd, rd, config.retryCount(), config.rnrRetry(), config.ackTimeout(), config.minRnrTimer());
     }
 
@@ -350,6 +351,7 @@ final class ConnectionLife {
         }
         if (qp != null) {
             moveToError();   // everything outstanding completes, flushed
+            sends.postMarker();
         }
         teardownDeadline = System.nanoTime() + TEARDOWN_NANOS;
         if (cq == null) {

@@ -15,12 +15,18 @@ import java.util.concurrent.CompletableFuture;
 final class SendOperation {
     /** How the caller learns the outcome: the kind of {@link #completion}. 0: the slot is free. */
     static final byte FREE = 0, VOID_FUTURE = 1, LONG_FUTURE = 2, VOID_HANDLER = 3, LONG_HANDLER = 4, BATCH_MEMBER = 5;
+    /** {@link Completion#ON_ERROR}: a handler (or null) told only of a failure. */
+    static final byte ON_ERROR = 6;
+    /** The teardown's marker (see {@link SendQueue#postMarker}): nobody is told. */
+    static final byte MARKER = 7;
+    /** A {@link LongCompletionHandler}: the value unboxed. */
+    static final byte PRIMITIVE_HANDLER = 8;
 
     /** The work request id: this record's index. */
     final int slot;
     Operation op;
     byte kind;
-    /** A CompletableFuture, a CompletionHandler (a SyncWaiter for *Sync), or a BatchCompletion. */
+    /** A CompletableFuture, a CompletionHandler (a SyncWaiter for *Sync; null for ON_ERROR without one), or a BatchCompletion. */
     Object completion;
     Object attachment;
     /** A batch member's place in its batch. */
@@ -68,6 +74,21 @@ final class SendOperation {
                 }
             }
             case BATCH_MEMBER -> ((BatchCompletion) completion).member(batchIndex, e, value);
+            case PRIMITIVE_HANDLER -> {
+                LongCompletionHandler<Object> h = (LongCompletionHandler<Object>) completion;
+                if (e != null) {
+                    h.failed(e, attachment);
+                } else {
+                    h.completed(value, attachment);
+                }
+            }
+            case ON_ERROR -> {
+                if (e != null && completion != null) {
+                    ((CompletionHandler<Object, Object>) completion).failed(e, attachment);
+                }
+            }
+            case MARKER -> {
+            }
             default -> throw new IllegalStateException("completion for a free slot");
         }
     }

@@ -31,19 +31,26 @@ final class SendQueue {
     private Arena memory;
     private MemoryRegistration scratchMr;
     private long scratchBase;
+    // ON_ERROR operations go unsignaled, but one in every signalEvery is signaled (its completion
+    // told to nobody), so that slots and the device's send queue are reclaimed. Under postLock.
+    private final int signalEvery;
+    private int unsignaledRun;
+    /** The last request posted was unsignaled: nothing will report it, so a teardown needs the marker. */
+    private boolean tailUnsignaled;
 
     SendQueue(ConnectionLife life, ConnectionConfig config, IoThread io) {
         this.life = life;
         this.config = config;
         this.io = io;
         this.slots = new SendSlots(config.sendQueueDepth(), postLock);
+        this.signalEvery = Math.max(1, config.sendQueueDepth() / 4);
     }
 
     /** Registers the scratch words of atomics; before the QP exists. */
     void prepare(Device device) {
         nativeFlush = device.flushes();
         memory = Arena.ofShared();
-        MemorySegment scratch = memory.allocate(8L * slots.depth(), 8);
+        MemorySegment scratch = memory.allocate(8L * (slots.depth() + 1), 8);
         scratchMr = device.register(scratch, AccessFlags.LOCAL_WRITE);
         scratchBase = scratch.address();
     }
@@ -119,6 +126,7 @@ final class SendQueue {
                 slots.popTail();
                 return new RdmaException(op + ": ibv_post_send failed with errno " + rc);
             }
+            signaled();
             return null;
         }
     }
@@ -159,6 +167,8 @@ final class SendQueue {
             int rc = qp.postStaged(n);
             if (rc != 0) {
                 failUnposted(b, bc, n, rc);
+            } else {
+                signaled();
             }
         }
     }
@@ -183,11 +193,15 @@ final class SendQueue {
         }
     }
 
-    /** Posts the request of {@code o}, signaled; on failure frees the slot and throws. Under postLock. */
+    /**
+     * Posts the request of {@code o}: signaled, unless it is ON_ERROR and not the one of its run
+     * that is (see {@link #signalEvery}). On failure frees the slot and throws. Under postLock.
+     */
     private void postOne(SendOperation o, int opcode, long localAddr, int length, int lkey, RemoteRegion remote,
                          long compareAdd, long swap, int imm) {
+        boolean silent = o.kind == SendOperation.ON_ERROR && unsignaledRun + 1 < signalEvery;
         slots.push(o);
-        int rc = qp.postSend(o.slot, opcode, QueuePair.SEND_SIGNALED, localAddr, length, lkey,
+        int rc = qp.postSend(o.slot, opcode, silent ? 0 : QueuePair.SEND_SIGNALED, localAddr, length, lkey,
                 remote == null ? 0 : remote.address(), remote == null ? 0 : remote.rkey(), compareAdd, swap, imm);
         if (rc != 0) {
             slots.popTail();
@@ -195,6 +209,45 @@ final class SendQueue {
             slots.untake(o);
             throw new RdmaException(op + ": ibv_post_send failed with errno " + rc
                     + " (the QP is " + QueuePair.stateName(qp.queryState()) + ")");
+        }
+        if (silent) {
+            unsignaledRun++;
+            tailUnsignaled = true;
+        } else {
+            signaled();
+        }
+    }
+
+    /** A signaled request was posted: it reports every request before it. Under postLock. */
+    private void signaled() {
+        unsignaledRun = 0;
+        tailUnsignaled = false;
+    }
+
+    /**
+     * For a teardown, after the QP was put in error: when the last request posted was unsignaled,
+     * posts a signaled zero-length write behind it. The device flushes it (the QP is in error),
+     * and as the send queue completes in order, its completion tells that every request before it
+     * is done: those that succeeded silently are otherwise never reported, and their slots would
+     * hold the teardown until its deadline. It needs no slot: the marker has a record, and the
+     * queue pair an entry, of its own.
+     */
+    void postMarker() {
+        synchronized (postLock) {
+            SendOperation m = slots.marker();
+            if (!tailUnsignaled || m.kind != SendOperation.FREE) {
+                return;
+            }
+            m.op = Operation.WRITE;
+            m.kind = SendOperation.MARKER;
+            slots.push(m);
+            int rc = qp.postSend(m.slot, QueuePair.WR_RDMA_WRITE, QueuePair.SEND_SIGNALED, 0, 0, 0, 0, 0, 0, 0, 0);
+            if (rc != 0) {
+                slots.popTail();
+                m.clear();   // the teardown ends at its deadline instead
+                return;
+            }
+            signaled();
         }
     }
 

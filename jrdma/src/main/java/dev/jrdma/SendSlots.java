@@ -12,6 +12,7 @@ import java.lang.invoke.VarHandle;
  * <li>posted: posters add at the posted tail in posting order (the send queue completes in this
  *     order), the completing thread takes them from the posted head.</li>
  * </ul>
+ * One more record, not in either free ring, is the teardown's {@link #marker()}.
  * Posters hold the connection's post lock; the completing thread (the IO thread, or in the
  * INLINE mode the thread in {@code IoThread.poll}, one at a time) takes no lock. Each ring's
  * tail is published with a release store after its entry and the record are written, and read
@@ -51,7 +52,8 @@ final class SendSlots {
         // still there, as the completing thread can never have wrapped onto it.
         int capacity = Integer.highestOneBit(depth) << 1;
         mask = capacity - 1;
-        ops = new SendOperation[depth];
+        ops = new SendOperation[depth + 1];
+        ops[depth] = new SendOperation(depth);
         freeRing = new int[capacity];
         postRing = new int[capacity];
         for (int i = 0; i < depth; i++) {
@@ -70,12 +72,17 @@ final class SendSlots {
         return (int) (freeTail - freeHead);
     }
 
-    /** Every slot is free; under the post lock. */
+    /** Every slot is free and the marker is not out; under the post lock. */
     boolean allFree() {
-        return freeTail - freeHead == depth;
+        return freeTail - freeHead == depth && ops[depth].kind == SendOperation.FREE;
     }
 
-    /** The record of {@code slot}, for its completion (the work request id). */
+    /** The record of the teardown's marker: one more than the slots, never in the free ring. */
+    SendOperation marker() {
+        return ops[depth];
+    }
+
+    /** The record of {@code slot} (0..depth, the marker's last), for its completion (the work request id). */
     SendOperation get(int slot) {
         return ops[slot];
     }
@@ -101,6 +108,9 @@ final class SendSlots {
     /** Returns a finished slot; on the completing thread only. */
     void release(SendOperation o) {
         o.clear();
+        if (o.slot == depth) {
+            return;   // the marker: not a slot of the free ring
+        }
         long t = freeTail;
         freeRing[(int) t & mask] = o.slot;
         FREE_TAIL.setRelease(this, t + 1);

@@ -53,8 +53,12 @@ class ConnectionCoreTest {
             AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC);
 
     private void open() throws InterruptedException {
+        open(DEPTH);
+    }
+
+    private void open(int depth) throws InterruptedException {
         rdma = Rdma.builder().provider(fake).ioThreads(Rdma.INLINE).clock(clock::get).build();
-        c = rdma.connect(new InetSocketAddress("127.0.0.1", 7471), ConnectionConfig.builder().sendQueueDepth(DEPTH)
+        c = rdma.connect(new InetSocketAddress("127.0.0.1", 7471), ConnectionConfig.builder().sendQueueDepth(depth)
                 .receiveQueueDepth(2).receiveBufferSize(256).timeout(TIMEOUT).build());
         qp = fake.queuePairs.poll(5, TimeUnit.SECONDS);
         assertEquals(ConnectionState.ESTABLISHED, c.state());
@@ -83,15 +87,15 @@ class ConnectionCoreTest {
     }
 
     /** Counts every call, to prove each operation completes exactly once. */
-    private static final class Counting implements CompletionHandler<Long, Integer> {
+    private static final class Counting<V> implements CompletionHandler<V, Integer> {
         final AtomicInteger calls = new AtomicInteger();
         final long[] values = new long[1000];
         final Throwable[] failures = new Throwable[1000];
 
         @Override
-        public void completed(Long v, Integer i) {
+        public void completed(V v, Integer i) {
             calls.incrementAndGet();
-            values[i] = v;
+            values[i] = v instanceof Long l ? l : 0;
         }
 
         @Override
@@ -104,7 +108,7 @@ class ConnectionCoreTest {
     @Test
     void slotsWrapRoundAfterRoundAndEachOperationCompletesOnceWithItsOwnValue() throws Exception {
         open();
-        Counting h = new Counting();
+        Counting<Long> h = new Counting<>();
         for (int round = 0; round < 25; round++) {
             for (int i = 0; i < DEPTH; i++) {
                 c.fetchAndAdd(remote, 1, round * DEPTH + i, h);
@@ -287,7 +291,7 @@ class ConnectionCoreTest {
     void aFailedCompletionNamesItsCauseAndTheOthersAreFlushedOnce() throws Exception {
         open();
         LocalRegion a = rdma.allocate(64);
-        Counting h = new Counting();
+        Counting<Long> h = new Counting<>();
         c.fetchAndAdd(remote, 1, 0, h);
         c.fetchAndAdd(remote, 1, 1, h);
         c.fetchAndAdd(remote, 1, 2, h);
@@ -344,7 +348,7 @@ class ConnectionCoreTest {
     void closeFailsEveryOutstandingOperationOnceAndFreesItsRegistrations() throws Exception {
         open();
         int before = fake.device.openRegistrations.get();
-        Counting h = new Counting();
+        Counting<Long> h = new Counting<>();
         for (int i = 0; i < 3; i++) {
             c.compareAndSwap(remote, 0, 1, i, h);
         }
@@ -377,5 +381,122 @@ class ConnectionCoreTest {
         FakeProvider.PostedReceive again = qp.receives.poll(5, TimeUnit.SECONDS);
         FakeProvider.PostedReceive second = again.localAddr() == r0.localAddr() ? again : qp.receives.poll(5, TimeUnit.SECONDS);
         assertEquals(r0.localAddr(), second.localAddr(), "the closed message's buffer is posted again");
+    }
+
+    @Test
+    void onErrorOperationsGoUnsignaledExceptOneInEachRunAndReportNothingWhenTheySucceed() throws Exception {
+        open(16);   // one signaled in every 16 / 4
+        LocalRegion a = rdma.allocate(64);
+        Counting<Long> h = new Counting<>();
+        for (int i = 0; i < 10; i++) {
+            c.write(a, remote, null, null, Completion.ON_ERROR);
+        }
+        c.fetchAndAdd(remote, 1, 0, h, Completion.ON_ERROR);
+        c.fetchAndAdd(remote, 1, 1, h, Completion.ON_ERROR);
+        StringBuilder signals = new StringBuilder();
+        List<Posted> posted = new java.util.ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            Posted p = qp.nextSend();
+            posted.add(p);
+            signals.append(p.signaled() ? 'S' : '-');
+        }
+        assertEquals("---S---S---S", signals.toString());
+        for (Posted p : posted) {
+            if (p.signaled()) {
+                qp.complete(p, WorkCompletion.SUCCESS);
+            }
+        }
+        settle();
+        assertEquals(0, h.calls.get(), "success is silent");
+        // An ALWAYS operation after them reports them done, by being done.
+        CompletableFuture<Void> w = c.write(a, remote);
+        Posted last = qp.nextSend();
+        assertTrue(last.signaled());
+        qp.complete(last, WorkCompletion.SUCCESS);
+        settle();
+        assertTrue(w.isDone() && !w.isCompletedExceptionally());
+        assertEquals(ConnectionState.ESTABLISHED, c.state());
+        a.close();
+    }
+
+    @Test
+    void aTeardownAfterSilentSuccessesEndsAtOnceThroughItsMarker() throws Exception {
+        open(16);
+        LocalRegion a = rdma.allocate(64);
+        Counting<Void> h = new Counting<>();
+        c.write(a, remote, 0, h, Completion.ON_ERROR);
+        c.write(a, remote, 1, h, Completion.ON_ERROR);
+        Posted p0 = qp.nextSend(), p1 = qp.nextSend();
+        qp.completeSilently(p0);   // the device did them, and reports nothing
+        qp.completeSilently(p1);
+        CompletableFuture<Void> closed = c.closeAsync();
+        settle();
+        // Behind them, after the QP went to error: a signaled zero-length write, flushed, whose
+        // completion says the two before it are done. Without it the teardown would wait for
+        // its deadline, as nothing else will ever report them.
+        Posted marker = qp.nextSend();
+        assertEquals(QueuePair.WR_RDMA_WRITE, marker.opcode());
+        assertEquals(0, marker.length());
+        assertTrue(marker.signaled());
+        assertTrue(closed.isDone(), "released as soon as the marker's completion came");
+        assertEquals(0, h.calls.get(), "the two succeeded: nothing to tell");
+        a.close();
+    }
+
+    @Test
+    void anOnErrorFailureIsToldToItsHandlerAndFailsTheConnectionAndWhatFollows() throws Exception {
+        open(16);
+        LocalRegion a = rdma.allocate(64);
+        Counting<Void> h = new Counting<>();
+        c.write(a, remote, 0, h, Completion.ON_ERROR);
+        c.write(a, remote, null, null, Completion.ON_ERROR);
+        CompletableFuture<Void> flush = c.flush(remote, FlushType.VISIBILITY);
+        Posted p0 = qp.nextSend();
+        assertFalse(p0.signaled());
+        qp.complete(p0, WorkCompletion.REM_ACCESS_ERR);   // a failed request is reported, signaled or not
+        settle();
+        assertEquals(1, h.calls.get());
+        assertInstanceOf(RemoteAccessException.class, h.failures[0]);
+        assertSame(h.failures[0], c.failure(), "the connection's error path has it");
+        assertEquals(ConnectionState.ERROR, c.state());
+        Throwable f = failureOf(flush);
+        assertInstanceOf(ConnectionClosedException.class, f);
+        assertSame(h.failures[0], f.getCause(), "the flush after it fails because of it");
+        // Without a handler, bad input throws to the caller: there is nobody else to tell.
+        RdmaException e = assertThrows(RdmaException.class, () -> c.write(a, remote, null, null, Completion.ON_ERROR));
+        assertInstanceOf(ConnectionClosedException.class, e);
+        assertThrows(NullPointerException.class, () -> c.write(a, remote, null, null, Completion.ALWAYS));
+        a.close();
+    }
+
+    @Test
+    void atomicsTakeAPrimitiveHandlerThatGetsTheValueUnboxed() throws Exception {
+        open();
+        long[] got = new long[2];
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        LongCompletionHandler<long[]> h = new LongCompletionHandler<>() {
+            @Override
+            public void completed(long value, long[] into) {
+                into[0] = value;
+                into[1]++;
+            }
+
+            @Override
+            public void failed(Throwable e, long[] into) {
+                failed.set(e);
+                into[1]++;
+            }
+        };
+        c.fetchAndAdd(remote, 1, got, h);
+        qp.completeAtomic(qp.nextSend(), 1L << 40);
+        settle();
+        assertArrayEquals(new long[] {1L << 40, 1}, got);
+        c.maskedFetchAndAdd(remote, 1, 0, got, h);   // emulated: settles at its first compare-and-swap
+        qp.completeAtomic(qp.nextSend(), 0);
+        settle();
+        assertArrayEquals(new long[] {0, 2}, got);
+        c.compareAndSwap(remote.slice(4, 8), 0, 1, got, h);   // bad input: through the handler
+        assertEquals(3, got[1]);
+        assertTrue(failed.get().getMessage().contains("not 8-byte aligned"), failed.get().getMessage());
     }
 }

@@ -477,6 +477,13 @@ final class FakeProvider implements Provider {
             }
         }
 
+        /** The unsignaled {@code p} succeeded: done, with no completion (as a device does). */
+        synchronized void completeSilently(Posted p) {
+            if (p.signaled() || !outstanding.remove(p)) {
+                throw new AssertionError(p + " is not an outstanding unsignaled request");
+            }
+        }
+
         /** Puts {@code prior} in the landing word of the atomic {@code p}, without completing it (unsignaled). */
         void land(Posted p, long prior) {
             MemorySegment.ofAddress(p.localAddr()).reinterpret(8).set(ValueLayout.JAVA_LONG, 0, prior);

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.exceptions.ConnectionClosedException;
 import dev.jrdma.exceptions.RemoteAccessException;
 import dev.jrdma.exceptions.UnsupportedCapabilityException;
 import dev.jrdma.runtime.CompletionMode;
@@ -433,5 +434,78 @@ abstract class RdmaOperationsConformance {
         }
         Throwable e = assertThrows(RuntimeException.class, () -> transport().client().cpuAffinity(1000).build());
         assertTrue(e.getMessage().contains("cpu 1000"), e.getMessage());
+    }
+
+    /** How many ON_ERROR writes the flood test posts: 10^6 (fewer on verbs in the emulated VM, see there). */
+    protected int onErrorFlood() {
+        return 1_000_000;
+    }
+
+    @Test
+    void onErrorOperationsReportOnlyFailuresAndALaterOperationSeesTheirEffects() throws Exception {
+        // On verbs, perftest's ack timeout (67 ms): Soft-RoCE drops a packet now and then under a
+        // flood, and rdma_cm's 2.1 s makes each drop a stall that outlasts a full send queue's wait.
+        ConnectionConfig client = transport().isVerbs()
+                ? ConnectionConfig.builder().ackTimeout(14).timeout(java.time.Duration.ofSeconds(60)).build()
+                : ConnectionConfig.defaults();
+        try (TestPair p = TestPair.open(transport(), CompletionMode.POLLING, ConnectionConfig.defaults(), client)) {
+            RemoteRegion r = p.remote();
+            Connection c = p.conn();
+            LocalRegion buf = p.client().allocate(4096);
+            buf.segment().copyFrom(MemorySegment.ofArray(pattern(4096, 51)));
+            AtomicInteger calls = new AtomicInteger();
+            Into<Void> never = new Into<>();
+            for (int i = 0; i < 64; i++) {
+                c.write(buf.slice(i * 64L, 64), r.slice(i * 64L, 64), calls, never, Completion.ON_ERROR);
+            }
+            word(p, 100);
+            for (int i = 0; i < 50; i++) {
+                c.fetchAndAdd(r.slice(WORD, 8), 2, null, null, Completion.ON_ERROR);
+            }
+            // A read after them (the send queue completes in order) sees every write and add.
+            LocalRegion back = p.client().allocate(4096);
+            c.readSync(r.slice(0, 4096), back);
+            assertArrayEquals(pattern(4096, 51), back.segment().toArray(ValueLayout.JAVA_BYTE));
+            assertEquals(200L, c.fetchAndAddSync(r.slice(WORD, 8), 0), "50 silent adds of 2 to 100");
+            assertEquals(0, calls.get(), "nothing reports a success");
+
+            // A flood of them never overflows the send queue: the connection signals one now and
+            // then, which reclaims the slots.
+            int n = onErrorFlood();
+            LocalRegion small = buf.slice(0, 8);
+            RemoteRegion target = r.slice(0, 8);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(300);
+            long t0 = System.nanoTime();
+            for (int i = 0; i < n; i++) {
+                try {
+                    c.write(small, target, null, null, Completion.ON_ERROR);
+                } catch (RuntimeException x) {
+                    throw new AssertionError("ON_ERROR write " + i + " of " + n + " after "
+                            + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) + " ms: " + x.getMessage(), x);
+                }
+                if ((i & 4095) == 0) {
+                    assertTrue(System.nanoTime() < deadline, "posted " + i + " of " + n + " in 300 s");
+                }
+            }
+            c.flushSync(r.slice(0, 8), FlushType.VISIBILITY);
+            assertEquals(ConnectionState.ESTABLISHED, c.state(), n + " ON_ERROR writes");
+            System.out.printf("%s: %d ON_ERROR writes and a flush in %d ms%n", transport().provider(), n,
+                    TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+
+            // A failure is not lost: its handler hears it, the connection holds it, and the flush
+            // after it fails because of it.
+            RemoteRegion wrongKey = RemoteRegion.of(r.address(), r.length(), r.rkey() ^ 0x5555);
+            Into<Void> h = new Into<>();
+            c.write(small, wrongKey, calls, h, Completion.ON_ERROR);
+            CompletableFuture<Void> flush = c.flush(r.slice(0, 8), FlushType.VISIBILITY);
+            Throwable e = cause(h.f);
+            assertInstanceOf(RemoteAccessException.class, e);
+            Throwable f = cause(flush);
+            assertInstanceOf(ConnectionClosedException.class, f);
+            assertSame(e, f.getCause());
+            assertSame(e, c.failure());
+            c.close();
+            assertEquals(1, calls.get(), "the failed one was told once, and nothing else was");
+        }
     }
 }

@@ -1,9 +1,11 @@
 package dev.jrdma.bench;
 
 import dev.jrdma.runtime.CompletionMode;
+import dev.jrdma.Completion;
 import dev.jrdma.Connection;
 import dev.jrdma.ConnectionConfig;
 import dev.jrdma.LocalRegion;
+import dev.jrdma.LongCompletionHandler;
 import dev.jrdma.Rdma;
 import dev.jrdma.RdmaServer;
 import dev.jrdma.RemoteRegion;
@@ -49,7 +51,7 @@ import org.openjdk.jmh.annotations.TearDown;
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 public class OperationPathBenchmark {
-    @Param({"shm", "tcp"})
+    @Param({"shm", "tcp", "noop"})
     public String provider;
 
     private Rdma server, client;
@@ -59,6 +61,24 @@ public class OperationPathBenchmark {
     private RemoteRegion peer, peerWord;
     private final Counter<Void> done = new Counter<>();
     private final Counter<Long> fetched = new Counter<>();
+    private final PrimitiveCounter primitive = new PrimitiveCounter();
+
+    /** Counts completions with the value unboxed. */
+    static final class PrimitiveCounter implements LongCompletionHandler<Object> {
+        long completed;
+        long last;
+
+        @Override
+        public void completed(long value, Object a) {
+            completed++;
+            last = value;
+        }
+
+        @Override
+        public void failed(Throwable e, Object a) {
+            throw new IllegalStateException("an operation failed: " + e.getMessage(), e);
+        }
+    }
 
     /** Counts completions; an operation that fails stops the benchmark. */
     static final class Counter<V> implements CompletionHandler<V, Object> {
@@ -77,6 +97,17 @@ public class OperationPathBenchmark {
 
     @Setup(Level.Trial)
     public void open() throws java.io.IOException {
+        if (provider.equals("noop")) {
+            // No transport: the library's own cost. The "peer" region is one of ours, never touched.
+            client = Rdma.builder().provider("noop").ioThreads(Rdma.INLINE).build();
+            out = client.allocate(8);
+            in = client.allocate(8);
+            target = client.allocate(64);
+            connection = client.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), 1));
+            peer = target.toRemote();
+            peerWord = peer.slice(0, 8);
+            return;
+        }
         server = builder(System.getProperty("jrdma.bench.serverDevice")).build();
         target = server.allocate(64);
         AtomicReference<Connection> accepted = new AtomicReference<>();
@@ -107,9 +138,11 @@ public class OperationPathBenchmark {
     @TearDown(Level.Trial)
     public void close() {
         connection.close();
-        listener.close();
         client.close();
-        server.close();
+        if (server != null) {
+            listener.close();
+            server.close();
+        }
     }
 
     private long awaitOne(Counter<?> c, long before) {
@@ -138,6 +171,27 @@ public class OperationPathBenchmark {
         long before = fetched.completed;
         connection.fetchAndAdd(peerWord, 1, null, fetched);
         return awaitOne(fetched, before);
+    }
+
+    /** The prior value through a {@link LongCompletionHandler}: no boxing. */
+    @Benchmark
+    public long fetchAddPrimitive() {
+        long before = primitive.completed;
+        connection.fetchAndAdd(peerWord, 1, null, primitive);
+        while (primitive.completed == before) {
+            client.poll();
+        }
+        return primitive.completed;
+    }
+
+    /**
+     * An ON_ERROR write: no completion of its own; one in a run is signaled (unseen) to reclaim
+     * the send queue, and the poll here takes those.
+     */
+    @Benchmark
+    public int write8OnError() {
+        connection.write(out, peerWord, null, null, Completion.ON_ERROR);
+        return client.poll();
     }
 
     @Benchmark
