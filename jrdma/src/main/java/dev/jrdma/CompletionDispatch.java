@@ -117,7 +117,21 @@ final class CompletionDispatch implements CompletionSink {
         doneOp = o.op;
         doneIndex = o.batchIndex;
         doneValue = o.op.atomic ? sends.valueOf(o) : 0;
+        RegionResources local = o.local;
         slots.release(o);
+        if (local != null) {
+            letGo(local);
+        }
+    }
+
+    /** The operation that held {@code local}'s memory ended: a region closed meanwhile may be freed now. */
+    private void letGo(RegionResources local) {
+        try {
+            local.releaseFromOperation();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "freeing " + local + ", closed while an operation of "
+                    + life.connection() + " used it, failed", e);
+        }
     }
 
     /**
@@ -136,7 +150,11 @@ final class CompletionDispatch implements CompletionSink {
                 doneCompletion = o.completion;
                 doneAttachment = o.attachment;
                 doneIndex = o.batchIndex;
+                RegionResources local = o.local;
                 slots.release(o);
+                if (local != null) {
+                    letGo(local);
+                }
             }
             SendOperation.tell(doneKind, doneCompletion, doneAttachment, 0, doneIndex, why);
         }

@@ -23,9 +23,13 @@ import java.util.Objects;
  *
  * <p>Slices share their parent's registration and never outlive it: once the
  * parent is closed, a slice (or the parent) refuses {@link #segment}, {@link #slice},
- * {@link #toRemote} and every operation, with an exception saying so. Close a region only after
- * the operations that use it completed: the memory goes back to the pool, and a transfer still
- * under way would land in the next region lent from it. For the same reason, a
+ * {@link #toRemote} and every operation, with an exception saying so.
+ *
+ * <p><b>Closing while the device works on it is safe</b> (async-rdma's cancel safety): an
+ * operation already posted with this region as its local buffer (a send's or write's source, a
+ * read's target) holds the memory and its registration until it completes or is flushed, so the
+ * device never reads or writes the next owner's block. The close itself returns at once; the
+ * memory goes back when the last such operation ends. Peers lose access at the close. A
  * {@code MemorySegment} taken from {@link #segment} before the close is not made unusable by it
  * (the pool's memory stays mapped): code that keeps one past the close reads and writes the next
  * region lent from that block. The pool's own close (with the {@code Rdma}) does make them unusable.
@@ -249,8 +253,9 @@ public final class LocalRegion implements AutoCloseable {
     }
 
     /**
-     * Drops the region's registrations (any later remote use of their rkeys fails) and gives its
-     * memory back (for a slice: nothing, the parent owns it). Idempotent and thread-safe.
+     * Drops the region's exposures (any later remote use of their rkeys fails) and gives its
+     * memory back, and its registration up, once the operations posted on it ended (for a slice:
+     * nothing, the parent owns it). Idempotent and thread-safe; it does not wait.
      */
     @Override
     public void close() {

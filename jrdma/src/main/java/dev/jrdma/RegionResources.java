@@ -20,15 +20,20 @@ import java.util.concurrent.atomic.AtomicInteger;
  * detection), and its memory is still released when the {@code Rdma} closes.
  */
 final class RegionResources {
-    private static final VarHandle CLOSED;
+    private static final VarHandle CLOSED, USES;
 
     static {
         try {
-            CLOSED = MethodHandles.lookup().findVarHandle(RegionResources.class, "closed", boolean.class);
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            CLOSED = l.findVarHandle(RegionResources.class, "closed", boolean.class);
+            USES = l.findVarHandle(RegionResources.class, "uses", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
+
+    /** Set in {@link #uses} by {@link #close}: from then on no operation takes the memory, and the last to end frees it. */
+    private static final long CLOSING = 1L << 62;
 
     final MemoryRegistration registration;
     /** Pooled: the registration is local-only, remote rights come from exposures. */
@@ -47,6 +52,18 @@ final class RegionResources {
     /** Registrations of leases not yet ended, or ended and still reachable by a peer; guarded by this. */
     private List<MemoryRegistration> leases;
     private volatile boolean closed;
+    /**
+     * Operations in flight with this memory as their local buffer (a send's or write's source, a
+     * read's target), plus {@link #CLOSING} once closed. The device (or a peer's answer) may still
+     * read or write the memory until they end, so it goes back, and a registration of its own is
+     * dropped, only when the count is 0 and the region closed: whoever makes it so does it.
+     */
+    private volatile long uses;
+    /**
+     * Parts still to end before the memory goes back: the operations in flight (one part) and
+     * each exposure a peer may still reach; set by {@link #close}.
+     */
+    private volatile AtomicInteger ownerGate;
     /** The leak detector's reference to the region, when leak detection is on. */
     volatile Rdma.RegionLeak leak;
 
@@ -61,6 +78,51 @@ final class RegionResources {
 
     boolean isClosed() {
         return closed;
+    }
+
+    /**
+     * An operation is about to be posted with this memory as its local buffer: counts it, or
+     * returns false (counting nothing) when the region is closed. The increment comes before the
+     * look at CLOSING, and close sets CLOSING before it looks at the count (both full fences), so
+     * either close sees this operation and waits for it, or this operation sees the close.
+     */
+    boolean acquireForOperation() {
+        long before = (long) USES.getAndAdd(this, 1L);
+        if ((before & CLOSING) == 0) {
+            return true;
+        }
+        releaseFromOperation();
+        return false;
+    }
+
+    /** That operation ended (completed, flushed, or was not posted after all). */
+    void releaseFromOperation() {
+        long now = (long) USES.getAndAdd(this, -1L) - 1;
+        if (now == CLOSING) {
+            operationsEnded();   // closed, and this was the last one in flight
+        }
+    }
+
+    /** Operations in flight on this memory: for tests. */
+    long operationsInFlight() {
+        return uses & ~CLOSING;
+    }
+
+    /** The region is closed and nothing in flight uses its memory: its own registration goes, and its part of the gate. */
+    private void operationsEnded() {
+        try {
+            if (!pooled) {
+                registration.close();
+            }
+        } finally {
+            gateDown();
+        }
+    }
+
+    private void gateDown() {
+        if (ownerGate.decrementAndGet() == 0) {
+            closeOwner();
+        }
     }
 
     /**
@@ -191,30 +253,23 @@ final class RegionResources {
                 scoped = null;
             }
         }
+        // The memory goes back once no operation of ours still uses it and no peer can reach it
+        // through any exposure; the exposures end now, so peers lose access at once.
+        ownerGate = new AtomicInteger(open.size() + 1);
         RuntimeException failure = null;
-        if (!pooled) {
+        for (MemoryRegistration e : open) {
             try {
-                registration.close();
-            } catch (RuntimeException e) {
-                failure = e;
+                e.close();
+            } catch (RuntimeException x) {
+                failure = failure == null ? x : failure;
             }
+            e.whenReleasedByPeers(this::gateDown);
         }
-        if (open.isEmpty()) {
-            closeOwner();
-        } else {
-            // The memory goes back only when no peer can reach it through any exposure.
-            AtomicInteger left = new AtomicInteger(open.size());
-            for (MemoryRegistration e : open) {
-                try {
-                    e.close();
-                } catch (RuntimeException x) {
-                    failure = failure == null ? x : failure;
-                }
-                e.whenReleasedByPeers(() -> {
-                    if (left.decrementAndGet() == 0) {
-                        closeOwner();
-                    }
-                });
+        if ((long) USES.getAndAdd(this, CLOSING) == 0) {
+            try {
+                operationsEnded();
+            } catch (RuntimeException x) {
+                failure = failure == null ? x : failure;
             }
         }
         if (failure != null) {

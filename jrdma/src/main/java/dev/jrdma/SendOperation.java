@@ -31,6 +31,8 @@ final class SendOperation {
     Object attachment;
     /** A batch member's place in its batch. */
     int batchIndex;
+    /** The region whose memory is its local buffer, held (see RegionResources.acquireForOperation) until it ends; or null. */
+    RegionResources local;
 
     // An emulated atomic: its arguments (see MaskedAtomics), what its last compare-and-swap
     // expected, the remote word, and when it gives up.
@@ -47,6 +49,7 @@ final class SendOperation {
         completion = null;
         attachment = null;
         remote = null;
+        local = null;
         op = null;
         kind = FREE;
     }

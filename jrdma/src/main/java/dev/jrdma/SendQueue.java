@@ -73,29 +73,57 @@ final class SendQueue {
               Object completion, Object attachment) {
         OperationChecks.check(op, buf, remote, life.peer());
         life.checkUsable(op.label);
-        synchronized (postLock) {
-            awaitRoom(1, op.label);
-            SendOperation o = slots.take(op, kind, completion, attachment);
-            switch (op.shape) {
-                case MESSAGE, TRANSFER -> postOne(o, op.wire, buf.address(), (int) buf.length(), buf.lkey(), remote, a, b, imm);
-                case ATOMIC -> postOne(o, op.wire, scratch(o), 8, scratchMr.lkey(), remote, a, b, 0);
-                case EMULATED -> {
-                    o.a = a;
-                    o.b = b;
-                    o.c = c;
-                    o.d = d;
-                    o.remote = remote;
-                    o.deadline = life.nanoTime() + config.timeout().toNanos();
-                    o.expected = 0;   // the first attempt assumes the word is 0
-                    postOne(o, op.wire, scratch(o), 8, scratchMr.lkey(), remote, 0, MaskedAtomics.next(op, 0, a, b, c, d), 0);
-                }
-                case FLUSH -> {
-                    if (nativeFlush) {
-                        postOne(o, QueuePair.WR_FLUSH, 0, 0, 0, remote, a, remote.length(), 0);
-                    } else {
-                        postOne(o, QueuePair.WR_RDMA_READ, scratch(o), remote.length() == 0 ? 0 : 1, scratchMr.lkey(),
-                                remote, 0, 0, 0);
-                    }
+        RegionResources local = buf == null ? null : hold(op, buf);
+        boolean posted = false;
+        try {
+            synchronized (postLock) {
+                awaitRoom(1, op.label);
+                SendOperation o = slots.take(op, kind, completion, attachment);
+                o.local = local;
+                postBody(o, op, buf, remote, imm, a, b, c, d);
+                posted = true;
+            }
+        } finally {
+            if (!posted && local != null) {
+                local.releaseFromOperation();
+            }
+        }
+    }
+
+    /**
+     * Holds {@code buf}'s memory for an operation: it is not given back, nor its registration
+     * dropped, until the operation ends, even when the region is closed meanwhile.
+     */
+    private static RegionResources hold(Operation op, LocalRegion buf) {
+        RegionResources r = buf.resources();
+        if (!r.acquireForOperation()) {
+            throw new IllegalArgumentException(op.label + ": the local region is closed");
+        }
+        return r;
+    }
+
+    /** The work request(s) of {@code o}, by its operation's shape; under postLock. */
+    private void postBody(SendOperation o, Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b,
+                          long c, long d) {
+        switch (op.shape) {
+            case MESSAGE, TRANSFER -> postOne(o, op.wire, buf.address(), (int) buf.length(), buf.lkey(), remote, a, b, imm);
+            case ATOMIC -> postOne(o, op.wire, scratch(o), 8, scratchMr.lkey(), remote, a, b, 0);
+            case EMULATED -> {
+                o.a = a;
+                o.b = b;
+                o.c = c;
+                o.d = d;
+                o.remote = remote;
+                o.deadline = life.nanoTime() + config.timeout().toNanos();
+                o.expected = 0;   // the first attempt assumes the word is 0
+                postOne(o, op.wire, scratch(o), 8, scratchMr.lkey(), remote, 0, MaskedAtomics.next(op, 0, a, b, c, d), 0);
+            }
+            case FLUSH -> {
+                if (nativeFlush) {
+                    postOne(o, QueuePair.WR_FLUSH, 0, 0, 0, remote, a, remote.length(), 0);
+                } else {
+                    postOne(o, QueuePair.WR_RDMA_READ, scratch(o), remote.length() == 0 ? 0 : 1, scratchMr.lkey(),
+                            remote, 0, 0, 0);
                 }
             }
         }
@@ -150,26 +178,64 @@ final class SendQueue {
             OperationChecks.check(b.op[i], b.local[i], b.remote[i], life.peer());
         }
         life.checkUsable("batch");
-        synchronized (postLock) {
-            awaitRoom(n, "batch");
-            for (int i = 0; i < n; i++) {
-                Operation op = b.op[i];
-                SendOperation o = slots.take(op, SendOperation.BATCH_MEMBER, bc, null);
-                o.batchIndex = i;
-                LocalRegion buf = b.local[i];
-                RemoteRegion remote = b.remote[i];
-                qp.stage(i, o.slot, op.wire, i == n - 1 ? QueuePair.SEND_SIGNALED : 0,
-                        op.atomic ? scratch(o) : buf.address(), op.atomic ? 8 : (int) buf.length(),
-                        op.atomic ? scratchMr.lkey() : buf.lkey(), remote == null ? 0 : remote.address(),
-                        remote == null ? 0 : remote.rkey(), b.compareAdd[i], b.swap[i], b.imm[i]);
-                slots.push(o);
+        RegionResources[] held = holdAll(b, n);
+        boolean handedOver = false;
+        try {
+            synchronized (postLock) {
+                awaitRoom(n, "batch");
+                handedOver = true;   // from here each member's record holds its region
+                postChain(b, bc, n, held);
             }
-            int rc = qp.postStaged(n);
-            if (rc != 0) {
-                failUnposted(b, bc, n, rc);
-            } else {
-                signaled();
+        } finally {
+            if (!handedOver) {
+                releaseAll(held, n);
             }
+        }
+    }
+
+    private static RegionResources[] holdAll(Batch b, int n) {
+        RegionResources[] held = new RegionResources[n];
+        for (int i = 0; i < n; i++) {
+            if (b.local[i] != null) {
+                try {
+                    held[i] = hold(b.op[i], b.local[i]);
+                } catch (RuntimeException e) {
+                    releaseAll(held, i);
+                    throw e;
+                }
+            }
+        }
+        return held;
+    }
+
+    private static void releaseAll(RegionResources[] held, int n) {
+        for (int i = 0; i < n; i++) {
+            if (held[i] != null) {
+                held[i].releaseFromOperation();
+            }
+        }
+    }
+
+    /** Stages the batch's members on their slots and posts them as one chain; under postLock, with room for all. */
+    private void postChain(Batch b, BatchCompletion bc, int n, RegionResources[] held) {
+        for (int i = 0; i < n; i++) {
+            Operation op = b.op[i];
+            SendOperation o = slots.take(op, SendOperation.BATCH_MEMBER, bc, null);
+            o.batchIndex = i;
+            o.local = held[i];
+            LocalRegion buf = b.local[i];
+            RemoteRegion remote = b.remote[i];
+            qp.stage(i, o.slot, op.wire, i == n - 1 ? QueuePair.SEND_SIGNALED : 0,
+                    op.atomic ? scratch(o) : buf.address(), op.atomic ? 8 : (int) buf.length(),
+                    op.atomic ? scratchMr.lkey() : buf.lkey(), remote == null ? 0 : remote.address(),
+                    remote == null ? 0 : remote.rkey(), b.compareAdd[i], b.swap[i], b.imm[i]);
+            slots.push(o);
+        }
+        int rc = qp.postStaged(n);
+        if (rc != 0) {
+            failUnposted(b, bc, n, rc);
+        } else {
+            signaled();
         }
     }
 
@@ -184,7 +250,11 @@ final class SendQueue {
                 + posted + " of " + n + " (" + b.op[posted].label + "; the QP is "
                 + QueuePair.stateName(qp.queryState()) + ")");
         for (int i = n - 1; i >= posted; i--) {
-            slots.untake(slots.popTail());   // the last taken first: the reverse of taking
+            SendOperation o = slots.popTail();
+            if (o.local != null) {
+                o.local.releaseFromOperation();
+            }
+            slots.untake(o);   // the last taken first: the reverse of taking
             bc.member(i, e, 0);
         }
         if (posted > 0) {

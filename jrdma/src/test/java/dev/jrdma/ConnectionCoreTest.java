@@ -499,4 +499,41 @@ class ConnectionCoreTest {
         assertEquals(3, got[1]);
         assertTrue(failed.get().getMessage().contains("not 8-byte aligned"), failed.get().getMessage());
     }
+
+    @Test
+    void aRegionClosedWithAnOperationInFlightKeepsItsMemoryAndRegistrationUntilItEnds() throws Exception {
+        open();
+        // Pooled memory: the block is not lent again while the read may still land in it.
+        LocalRegion a = rdma.allocate(4096);
+        CompletableFuture<Void> read = c.read(remote, a);
+        Posted p = qp.nextSend();
+        a.close();
+        assertEquals(1, a.resources().operationsInFlight());
+        assertThrows(IllegalArgumentException.class, () -> c.writeSync(a, remote), "a closed region takes no new operation");
+        LocalRegion b = rdma.allocate(4096);
+        assertFalse(b.address() == a.address(), "the held block is not lent again");
+        qp.complete(p, WorkCompletion.SUCCESS);
+        settle();
+        assertTrue(read.isDone() && !read.isCompletedExceptionally(), "the operation itself completes as usual");
+        assertEquals(0, a.resources().operationsInFlight());
+        b.close();
+        // The application's memory, registered: its registration stays until the operation ended.
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            int before = fake.device.openRegistrations.get();
+            LocalRegion r = rdma.register(arena.allocate(4096), Access.LOCAL_WRITE);
+            assertEquals(before + 1, fake.device.openRegistrations.get());
+            Counting<Void> h = new Counting<>();
+            c.write(r, remote, 0, h);
+            c.write(r.slice(0, 8), remote, 1, h);
+            Posted w0 = qp.nextSend(), w1 = qp.nextSend();
+            r.close();
+            qp.complete(w0, WorkCompletion.SUCCESS);
+            settle();
+            assertEquals(before + 1, fake.device.openRegistrations.get(), "one write is still in flight");
+            qp.complete(w1, WorkCompletion.SUCCESS);
+            settle();
+            assertEquals(before, fake.device.openRegistrations.get(), "dropped when the last one ended");
+            assertEquals(2, h.calls.get());
+        }
+    }
 }
