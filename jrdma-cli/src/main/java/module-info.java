@@ -3,5 +3,7 @@ module dev.jrdma.cli {
     requires dev.jrdma;
     // PerftestComparison draws its plots (PNG) with Java2D; only the command needs it, not the library.
     requires java.desktop;
+    // jrdma perf's warm-up watches the JIT's compilation time (CompilationMXBean) to know it settled.
+    requires java.management;
     uses dev.jrdma.spi.Provider;
 }

@@ -22,14 +22,29 @@ import java.util.concurrent.CompletableFuture;
  * The client end of {@code jrdma perf}: connects, then per size tells the server the test,
  * runs it and measures, polling on its own thread (INLINE, POLLING) as perftest does. Latency
  * tests time each operation (ping-pong tests a round trip, reported halved); bandwidth tests
- * keep {@code -t} operations in flight and time the lot. A warm-up of up to 10 000 iterations
- * (as many as measured, at most) runs untimed before each size: the JIT's, not the network's.
+ * keep {@code -t} operations in flight and time the lot. Before each size, untimed rounds run
+ * until the figure settles with the JIT quiet ({@link WarmUp}): what is measured is the library's
+ * steady state, not the JIT's warm-up.
  */
 final class PerfClient implements AutoCloseable {
+    /** The warm-up count jrdma perf used before it warmed up until settled; PerftestComparison's floor. */
     static final int WARM_UP_MAX = 10_000;
 
     /** One size's result: latency stats, or bandwidth figures (MB = 2^20 bytes, as perftest). */
-    record Result(int bytes, int iterations, LatencyStats latency, double peakMBps, double avgMBps, double mpps) {
+    record Result(int bytes, int iterations, LatencyStats latency, double peakMBps, double avgMBps, double mpps,
+                  WarmUp warmUp) {
+        Result(int bytes, int iterations, LatencyStats latency, double peakMBps, double avgMBps, double mpps) {
+            this(bytes, iterations, latency, peakMBps, avgMBps, mpps, null);
+        }
+
+        Result after(WarmUp w) {
+            return new Result(bytes, iterations, latency, peakMBps, avgMBps, mpps, w);
+        }
+
+        /** What a warm-up round compares: the typical latency, or the average bandwidth. */
+        double figure() {
+            return latency != null ? latency.typical() : avgMBps;
+        }
     }
 
     private final PerfOptions options;
@@ -86,30 +101,44 @@ final class PerfClient implements AutoCloseable {
         return results;
     }
 
+    /**
+     * One size: untimed rounds until the figure settles (see {@link WarmUp}; {@code --warmup N}:
+     * N iterations), then the timed run. Each round is a run of its own with the server (START,
+     * its iterations, END), so the server warms up with it.
+     */
     private Result run(int size) {
         int n = options.iterations();
-        int warm = options.warmUp() >= 0 ? options.warmUp() : Math.min(n, WARM_UP_MAX);
         PerfTest test = options.test();
-        PerfControl.send(rdma, c, control, PerfControl.START, test.ordinal(), size, warm + n);
+        java.util.function.IntToDoubleFunction round = count -> session(test, size, count, false).figure();
+        // Rounds of up to 2 000 iterations, and up to 64 MiB: a round of big transfers is long already.
+        int roundSize = (int) Math.max(10, Math.min(Math.min(n, 2000), (64L << 20) / size));
+        WarmUp w = options.warmUp() >= 0 ? WarmUp.counted(options.warmUp(), round)
+                : WarmUp.untilSettled(roundSize, size == options.sizes().getFirst(), round);
+        return session(test, size, n, true).after(w);
+    }
+
+    /** {@code count} iterations of {@code test} at {@code size} with the server; {@code shown}: with a progress line. */
+    private Result session(PerfTest test, int size, int count, boolean shown) {
+        PerfControl.send(rdma, c, control, PerfControl.START, test.ordinal(), size, count);
         PerfControl.expect(rdma, c, PerfControl.READY);
-        Result r = test.latency() ? latency(test, size, warm, n) : bandwidth(test, size, warm, n);
+        Result r = test.latency() ? latency(test, size, count, shown) : bandwidth(test, size, count, shown);
         PerfControl.send(rdma, c, control, PerfControl.END, 0, 0, 0);
         PerfControl.expect(rdma, c, PerfControl.ENDED);
         return r;
     }
 
-    private Result latency(PerfTest test, int size, int warm, int n) {
+    private Result latency(PerfTest test, int size, int n, boolean shown) {
         long[] ns = new long[n];
         LocalRegion src = out.slice(0, size), dst = mine.slice(0, size);
         RemoteRegion target = peer.slice(0, size);
         Counter<Void> done = new Counter<>();
         Counter<Long> atomics = new Counter<>();
         int spinsPerPoll = JrdmaLoopback.spinsPerPoll(rdma.providerName());
-        Progress p = new Progress(test, size, warm + n);
+        Progress p = new Progress(test, size, n, shown);
         // One clock read per iteration, as perftest takes one timestamp per iteration: an
         // iteration's time runs from the previous one's end (a read costs a lot in the VM).
         long t = System.nanoTime();
-        for (int i = 0; i < warm + n; i++) {
+        for (int i = 0; i < n; i++) {
             switch (test) {
                 case WRITE_LAT -> {
                     byte m = PerfServer.mark(i);
@@ -138,13 +167,11 @@ final class PerfClient implements AutoCloseable {
             long now = System.nanoTime();
             long took = now - t;
             t = now;
-            if (i >= warm) {
-                ns[i - warm] = took;
-            }
+            ns[i] = took;
             p.tick(i);
         }
         if (test.pingPong()) {
-            drain(rdma, c, done, warm + n);   // their writes and sends were not waited for one by one
+            drain(rdma, c, done, n);   // their writes and sends were not waited for one by one
         }
         p.end();
         return new Result(size, n, LatencyStats.of(ns, test.pingPong() ? 2 : 1), 0, 0, 0);
@@ -152,7 +179,7 @@ final class PerfClient implements AutoCloseable {
 
     static final long PEAK_MIN_NANOS = 2_000_000;
 
-    private Result bandwidth(PerfTest test, int size, int warm, int n) {
+    private Result bandwidth(PerfTest test, int size, int n, boolean shown) {
         LocalRegion src = out.slice(0, size), dst = mine.slice(0, size);
         RemoteRegion target = peer.slice(0, size);
         int window = sendWindow(test);
@@ -162,11 +189,11 @@ final class PerfClient implements AutoCloseable {
         Counter<Long> atomics = new Counter<>();
         Counter<long[]> batches = new Counter<>();   // counts each batch's members
         Counter<?> counter = batch != null ? batches : test == PerfTest.ATOMIC_BW ? atomics : done;
-        long total = (long) warm + n, posted = 0, start = 0;
+        long total = n, posted = 0, start = 0;
         // Peak: the best rate over stretches of at least a tenth of the timed part and PEAK_MIN_NANOS.
         long slice = Math.max(1, n / 10), markCount = 0, markAt = 0, startCount = 0;
         double peak = 0;
-        Progress p = new Progress(test, size, total);
+        Progress p = new Progress(test, size, total, shown);
         IdleDeadline idle = new IdleDeadline(PerfControl.TIMEOUT_NANOS);
         RemoteRegion word = peer.slice(0, 8);
         while (counter.completed < total) {
@@ -207,7 +234,7 @@ final class PerfClient implements AutoCloseable {
                 continue;
             }
             idle.progressed();
-            if (start == 0 && counter.completed >= warm) {
+            if (start == 0) {   // from the first completion: the pipeline is full from then on
                 start = markAt = System.nanoTime();
                 markCount = startCount = counter.completed;
             } else if (start != 0 && counter.completed - markCount >= slice) {
@@ -224,7 +251,7 @@ final class PerfClient implements AutoCloseable {
         }
         long ns = Math.max(1, System.nanoTime() - start);
         p.end();
-        long timed = Math.max(1, counter.completed - startCount);   // the first poll past the warm-up may reap several
+        long timed = Math.max(1, counter.completed - startCount);   // the first poll may reap several
         double avg = (double) timed * size / (ns / 1e9);
         double mb = 1 << 20;
         return new Result(size, n, null, Math.max(peak, avg) / mb, avg / mb, timed * 1e3 / ns);
@@ -296,16 +323,18 @@ final class PerfClient implements AutoCloseable {
         private final String what;
         private final long total, started = System.nanoTime();
         private long next = started + 2_000_000_000L;
+        private final boolean quiet;
         private boolean shown;
         private long stride = 1, nextCheck = 1, lastCheck = started;
 
-        Progress(PerfTest test, int size, long total) {
+        Progress(PerfTest test, int size, long total, boolean show) {
             this.what = test.perftestName() + " " + size + " B";
             this.total = total;
+            this.quiet = !show;
         }
 
         void tick(long done) {
-            if (done < nextCheck || progress == null) {
+            if (done < nextCheck || progress == null || quiet) {
                 return;
             }
             long now = System.nanoTime();

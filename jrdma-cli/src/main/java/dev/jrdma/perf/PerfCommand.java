@@ -9,8 +9,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * {@code jrdma perf TEST [options] [SERVER]}: perftest's tests on jrdma, over any provider.
  * Without SERVER it is the server (it serves one client, as perftest does); with SERVER the
- * client, which prints the results; with {@code --loopback} both, in this process, the server
- * on a thread of its own.
+ * client, which prints the results; with {@code --loopback} both: the server in a process of
+ * its own, the client in this one.
  */
 public final class PerfCommand {
     private PerfCommand() {
@@ -38,7 +38,7 @@ public final class PerfCommand {
             return 2;
         }
         try {
-            if (o.host() == null && !o.loopback()) {
+            if (o.host() == null && (!o.loopback() || o.loopbackServer())) {
                 try (PerfServer server = new PerfServer(o)) {
                     err.println("jrdma perf: " + o.test().perftestName() + " server waiting on " + server.address());
                     server.serve();
@@ -46,41 +46,7 @@ public final class PerfCommand {
                 return 0;
             }
             if (o.loopback()) {
-                PerfOptions serverOptions = new PerfOptions(o.test(), null, o.port() == 18515 ? 0 : o.port(), o.device(),
-                        o.provider(), o.sizes(), o.iterations(), o.txDepth(), true, o.format(), o.bind(), o.gidIndex(), null, o.warmUp(),
-                        o.ackTimeout(), o.outReads(), o.postList());
-                try (PerfServer server = new PerfServer(serverOptions)) {
-                    CompletableFuture<Integer> served = new CompletableFuture<>();
-                    Thread t = Thread.ofPlatform().name("jrdma-perf-server").daemon().start(() -> {
-                        try {
-                            served.complete(server.serve());
-                        } catch (Throwable e) {
-                            served.completeExceptionally(e);
-                        }
-                    });
-                    List<PerfClient.Result> results;
-                    RunFacts facts;
-                    try (PerfClient client = new PerfClient(o, server.address(), err)) {
-                        results = client.runAll();
-                        facts = client.facts();
-                    } catch (RuntimeException e) {
-                        // The client's view ("the peer disconnected") hides why: say what the server saw.
-                        try {
-                            served.get(10, TimeUnit.SECONDS);
-                        } catch (java.util.concurrent.ExecutionException s) {
-                            e.addSuppressed(s.getCause());
-                            err.println("jrdma perf: the server failed: " + s.getCause());
-                        } catch (java.util.concurrent.TimeoutException s) {
-                            err.println("jrdma perf: the server did not end within 10 s of the client's failure");
-                        }
-                        throw e;
-                    }
-                    served.get(60, TimeUnit.SECONDS);
-                    t.join(TimeUnit.SECONDS.toMillis(10));
-                    PerfReport.print(out, o, facts, results);
-                    plot(o, facts.provider(), results, out, err);
-                }
-                return 0;
+                return loopback(o, args, out, err);
             }
             try (PerfClient client = new PerfClient(o, new InetSocketAddress(o.host(), o.port()), err)) {
                 List<PerfClient.Result> results = client.runAll();
@@ -97,5 +63,110 @@ public final class PerfCommand {
             }
             return 1;
         }
+    }
+
+    /**
+     * --loopback: the server in a process of its own, as a user runs the two ends (two JVMs, each
+     * with its own JIT, GC and IO thread, on 127.0.0.1 or the device's address), then the client
+     * here. The server's stderr is passed on; its address is read from its "waiting on" line.
+     */
+    private static int loopback(PerfOptions o, String[] args, PrintStream out, PrintStream err) throws Exception {
+        List<String> cmd = new java.util.ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
+                "--enable-native-access=ALL-UNNAMED", "-cp", classPath(),
+                dev.jrdma.cli.Main.class.getName(), "perf"));
+        cmd.addAll(serverArgs(args));
+        Process server = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            java.io.BufferedReader lines = new java.io.BufferedReader(new java.io.InputStreamReader(server.getErrorStream(),
+                    java.nio.charset.StandardCharsets.UTF_8));
+            CompletableFuture<InetSocketAddress> address = new CompletableFuture<>();
+            Thread.ofPlatform().daemon().name("jrdma-perf-server-stderr").start(() -> {
+                try {
+                    for (String line; (line = lines.readLine()) != null; ) {
+                        int at = line.indexOf(WAITING_ON);
+                        if (at >= 0 && !address.isDone()) {
+                            address.complete(parseAddress(line.substring(at + WAITING_ON.length()).trim()));
+                        } else {
+                            err.println("jrdma perf server: " + line);
+                        }
+                    }
+                    address.completeExceptionally(new IllegalStateException("the server process ended (exit "
+                            + server.waitFor() + ") before it listened"));
+                } catch (Exception e) {
+                    address.completeExceptionally(e);
+                }
+            });
+            InetSocketAddress at = address.get(60, TimeUnit.SECONDS);
+            try (PerfClient client = new PerfClient(o, at, err)) {
+                List<PerfClient.Result> results = client.runAll();
+                RunFacts facts = client.facts();
+                if (!server.waitFor(60, TimeUnit.SECONDS)) {
+                    err.println("jrdma perf: the server process did not end within 60 s of the run");
+                }
+                PerfReport.print(out, o, facts, results);
+                plot(o, facts.provider(), results, out, err);
+            }
+            return 0;
+        } finally {
+            server.destroyForcibly();
+        }
+    }
+
+    private static final String WAITING_ON = "server waiting on ";
+
+    /**
+     * Where this command's code and the library's are (directories or jars), then the class path:
+     * under a launcher with a class loader of its own (JUnit's console launcher in the VM),
+     * java.class.path names only the launcher.
+     */
+    static String classPath() {
+        java.util.LinkedHashSet<String> parts = new java.util.LinkedHashSet<>();
+        for (Class<?> c : List.of(PerfCommand.class, dev.jrdma.Rdma.class)) {
+            java.security.CodeSource source = c.getProtectionDomain().getCodeSource();
+            if (source != null && source.getLocation() != null) {
+                try {
+                    parts.add(java.nio.file.Path.of(source.getLocation().toURI()).toString());
+                } catch (java.net.URISyntaxException | IllegalArgumentException e) {
+                    // not a file: the class path below has to do
+                }
+            }
+        }
+        String cp = System.getProperty("java.class.path", "");
+        if (!cp.isEmpty()) {
+            parts.addAll(List.of(cp.split(java.io.File.pathSeparator)));
+        }
+        return String.join(java.io.File.pathSeparator, parts);
+    }
+
+    /** The command line of the loopback's server: this one's, without what is the client's, on a port of its own. */
+    static List<String> serverArgs(String[] args) {
+        List<String> a = new java.util.ArrayList<>();
+        boolean port = false;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--loopback", "--json", "--csv" -> {
+                }
+                case "--plot" -> i++;
+                case "-p", "--port" -> {
+                    port = true;
+                    a.add(args[i]);
+                    a.add(args[++i]);
+                }
+                default -> a.add(args[i]);
+            }
+        }
+        if (!port) {
+            a.addAll(List.of("-p", "0"));
+        }
+        a.add("--loopback-server");   // listens where --loopback's server does: 127.0.0.1, or the device's address
+        return a;
+    }
+
+    /** "/127.0.0.1:41234" or "host/10.77.0.1:18515", as InetSocketAddress prints itself. */
+    static InetSocketAddress parseAddress(String text) {
+        int colon = text.lastIndexOf(':');
+        String host = text.substring(0, colon);
+        host = host.substring(host.indexOf('/') + 1);
+        return new InetSocketAddress(host, Integer.parseInt(text.substring(colon + 1)));
     }
 }

@@ -27,11 +27,13 @@ import java.util.List;
  * @param outReads   -o, RDMA reads / atomics in flight at the device (-1: the device maximum)
  * @param postList   -l, bandwidth tests: operations posted together as one {@link dev.jrdma.Batch}
  *                   (one doorbell, one completion for all); 1, the default, posts each alone
+ * @param loopbackServer --loopback-server (not in the usage: --loopback starts it): the server
+ *                   of a loopback run, in its own process, listening where --loopback's would
  */
 public record PerfOptions(PerfTest test, String host, int port, String device, String provider, List<Integer> sizes,
                           int iterations, int txDepth, boolean loopback, String format, String bind, int gidIndex,
                           String plot, int warmUp, int ackTimeout, int outReads,
-                          int postList) {
+                          int postList, boolean loopbackServer) {
 
     /** perftest's -u default: 4.096 µs × 2<sup>14</sup>, 67 ms. */
     static final int DEFAULT_ACK_TIMEOUT = 14;
@@ -61,13 +63,15 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                                      doorbell, one completion for the N; perftest's -l, which also
                                      sets its -Q to N). Default 1: each operation alone, completing alone
               --provider NAME        auto (default), verbs, tcp or shm
-              --loopback             run server and client in this command
+              --loopback             run server and client from this command (the server in a process
+                                     of its own, on 127.0.0.1 or the device's address)
               --bind ADDRESS         the server's address (default: all; with --loopback 127.0.0.1, or on
                                      verbs the device's first RoCE v2 IPv4 address)
               --json | --csv         machine-readable output instead of the table
               --plot FILE.png        also draw the results: latency percentiles or bandwidth, by size
-              --warmup N             untimed iterations before each size (default: -n's, at most 10000);
-                                     where the JIT is slow to settle (an emulated CPU) more gives steady state
+              --warmup N             N untimed iterations before each size (default: untimed rounds until
+                                     the figure holds within 5% with the JIT idle, at most 60 s; the
+                                     header says how long that took)
             """;
 
     /** The largest message the send tests use with -a: every receive buffer is this big. */
@@ -82,7 +86,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         String host = null, device = null, provider = "auto", format = "text", bind = null, plot = null;
         int port = 18515, size = -1, iterations = -1, txDepth = 128, gidIndex = -1, warmUp = -1,
                 ackTimeout = DEFAULT_ACK_TIMEOUT, outReads = -1, postList = 1;
-        boolean all = false, loopback = false;
+        boolean all = false, loopback = false, loopbackServer = false;
         for (int i = 1; i < args.length; i++) {
             String a = args[i];
             switch (a) {
@@ -94,6 +98,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                 case "-t", "--tx-depth" -> txDepth = number(args, ++i, a, 1, 8192);
                 case "--provider" -> provider = value(args, ++i, a);
                 case "--loopback" -> loopback = true;
+                case "--loopback-server" -> loopbackServer = true;
                 case "--bind" -> bind = value(args, ++i, a);
                 case "-x", "--gid-index" -> gidIndex = number(args, ++i, a, 0, 255);
                 case "--plot" -> plot = value(args, ++i, a);
@@ -157,8 +162,11 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         if (plot != null && host == null && !loopback) {
             throw new IllegalArgumentException("--plot is the client's (it has the results): give it with SERVER or --loopback");
         }
-        return new PerfOptions(test, host, port, device, provider, List.copyOf(sizes), iterations, txDepth, loopback,
-                format, bind, gidIndex, plot, warmUp, ackTimeout, outReads, postList);
+        if (loopbackServer && (loopback || host != null)) {
+            throw new IllegalArgumentException("--loopback-server is the server of a --loopback run: no SERVER, no --loopback");
+        }
+        return new PerfOptions(test, host, port, device, provider, List.copyOf(sizes), iterations, txDepth,
+                loopback || loopbackServer, format, bind, gidIndex, plot, warmUp, ackTimeout, outReads, postList, loopbackServer);
     }
 
     private static String value(String[] args, int i, String option) {

@@ -33,8 +33,9 @@ final class PerfReport {
         PerfTest t = o.test();
         out.println(LINE);
         out.printf("                    %s (jrdma perf)%n", title(t));
-        out.printf(" Provider        : %s%n Device          : %s%n Iterations      : %d (after an untimed warm-up)%n",
+        out.printf(" Provider        : %s%n Device          : %s%n Iterations      : %d, timed after the warm-up%n",
                 facts.provider(), facts.device(), o.iterations());
+        out.printf(" Warm-up         : %s%n", warmUps(o, results));
         int ackTimeout = facts.ackTimeout();
         if (ackTimeout >= 0) {
             out.printf(Locale.ROOT, " QP ack timeout  : %d (4.096 usec x 2^%d = %.1f ms)%n", ackTimeout, ackTimeout,
@@ -69,6 +70,38 @@ final class PerfReport {
         out.println(LINE);
     }
 
+    /**
+     * What the warm-up did: untimed rounds until the figure settled, the first size's (where the
+     * JIT does its work) and the longest of the others', or --warmup's count.
+     */
+    static String warmUps(PerfOptions o, List<PerfClient.Result> results) {
+        if (results.isEmpty() || results.getFirst().warmUp() == null) {
+            return "none";
+        }
+        WarmUp first = results.getFirst().warmUp();
+        String rule = o.warmUp() >= 0 ? "--warmup " + o.warmUp() + " untimed iterations per size"
+                : "untimed rounds until the " + (o.test().latency() ? "typical latency" : "average bandwidth")
+                + " held within " + Math.round(WarmUp.SETTLED * 100) + "% with the JIT idle";
+        StringBuilder b = new StringBuilder(rule).append("; ").append(results.getFirst().bytes()).append(" B: ")
+                .append(first.describe());
+        WarmUp longest = null;
+        int unsettled = 0;
+        for (int i = 1; i < results.size(); i++) {
+            WarmUp w = results.get(i).warmUp();
+            if (longest == null || w.nanos() > longest.nanos()) {
+                longest = w;
+            }
+            unsettled += w.settled() || w.counted() ? 0 : 1;
+        }
+        if (longest != null) {
+            b.append("; the other sizes at most ").append(longest.describe());
+        }
+        if (unsettled > 0) {
+            b.append(" (").append(unsettled).append(" sizes did not settle)");
+        }
+        return b.toString();
+    }
+
     private static void json(PrintStream out, PerfOptions o, RunFacts facts, List<PerfClient.Result> results) {
         StringBuilder b = new StringBuilder();
         b.append("{\"test\":\"").append(o.test().perftestName()).append("\",\"provider\":\"").append(facts.provider())
@@ -78,6 +111,10 @@ final class PerfReport {
         for (int i = 0; i < results.size(); i++) {
             PerfClient.Result r = results.get(i);
             b.append(i == 0 ? "" : ",").append("{\"bytes\":").append(r.bytes()).append(",\"iterations\":").append(r.iterations());
+            if (r.warmUp() != null) {
+                b.append(String.format(Locale.ROOT, ",\"warmup_iterations\":%d,\"warmup_s\":%.3f,\"warmup_settled\":%b",
+                        r.warmUp().iterations(), r.warmUp().nanos() / 1e9, r.warmUp().settled()));
+            }
             if (r.latency() != null) {
                 LatencyStats s = r.latency();
                 b.append(String.format(Locale.ROOT, ",\"t_min_us\":%.3f,\"t_max_us\":%.3f,\"t_typical_us\":%.3f,\"t_avg_us\":%.3f,"

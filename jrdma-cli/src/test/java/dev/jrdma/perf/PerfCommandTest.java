@@ -229,4 +229,41 @@ class PerfCommandTest {
         assertTrue(r.err().contains(says), r.err());
         assertTrue(r.err().contains("usage: jrdma perf"), r.err());
     }
+
+    /**
+     * The main job measures the library's steady state: untimed rounds until the figure settles
+     * with the JIT idle, and the header says what the warm-up did; --warmup N runs N instead.
+     * The loopback's server is a process of its own, gone when the run ends.
+     */
+    @Test
+    void theWarmUpRunsUntilTheFigureSettlesAndTheHeaderSaysSo() {
+        Run table = perf("write_lat", "--provider", "shm", "--loopback", "-n", "1000", "-s", "8");
+        assertEquals(0, table.code(), table.err());
+        assertTrue(table.out().contains(" Warm-up         : untimed rounds until the typical latency held within 5% with the JIT"
+                + " idle; 8 B: "), table.out());
+        assertTrue(table.out().contains(" iterations, settled"), table.out());
+        Run json = perf("read_lat", "--provider", "tcp", "--loopback", "-n", "500", "--json");
+        assertEquals(0, json.code(), json.err());
+        assertTrue(json.out().contains("\"warmup_settled\":true"), json.out());
+        assertTrue(field(json.out(), "warmup_iterations").get(0) >= WarmUp.MIN_ITERATIONS, json.out());
+        assertTrue(field(json.out(), "warmup_s").get(0) >= WarmUp.MIN_NANOS / 1e9, json.out());
+        Run counted = perf("read_lat", "--provider", "tcp", "--loopback", "-n", "100", "--warmup", "37", "--json");
+        assertEquals(0, counted.code(), counted.err());
+        assertEquals(List.of(37.0), field(counted.out(), "warmup_iterations"));
+        assertTrue(counted.out().contains("\"warmup_settled\":false"), counted.out());
+        assertEquals(0, ProcessHandle.current().children().filter(ProcessHandle::isAlive).count(),
+                "the loopback's server processes ended with their runs");
+    }
+
+    @Test
+    void theLoopbacksServerGetsTheServersPartOfTheCommandLine() {
+        assertEquals(List.of("write_lat", "--provider", "shm", "-n", "5", "-p", "0", "--loopback-server"),
+                PerfCommand.serverArgs(new String[] {"write_lat", "--provider", "shm", "--loopback", "-n", "5", "--json",
+                    "--plot", "x.png"}));
+        assertEquals(List.of("read_lat", "-p", "7000", "--bind", "10.0.0.1", "--loopback-server"),
+                PerfCommand.serverArgs(new String[] {"read_lat", "-p", "7000", "--bind", "10.0.0.1", "--loopback"}));
+        assertEquals(new java.net.InetSocketAddress("127.0.0.1", 41234), PerfCommand.parseAddress("/127.0.0.1:41234"));
+        assertEquals(new java.net.InetSocketAddress("10.77.0.1", 18515), PerfCommand.parseAddress("host/10.77.0.1:18515"));
+        assertUsage(perf("write_lat", "--loopback-server", "10.0.0.1"), "--loopback-server is the server of a --loopback run");
+    }
 }
