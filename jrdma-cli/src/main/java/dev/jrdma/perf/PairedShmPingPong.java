@@ -11,7 +11,6 @@ import dev.jrdma.RemoteRegion;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
@@ -21,7 +20,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * jrdma's shm 8-byte write ping-pong and its floor, two JVMs spinning on flags in one mapping,
- * measured between the same two processes in alternating blocks. On this machine's two vCPUs
+ * measured between the same two processes in alternating blocks; jrdma's both ways, every write
+ * completing (ALWAYS) and writes that report only a failure (ON_ERROR, as UCX's put_lat puts). On this machine's two vCPUs
  * the round trip of even the raw ping-pong moves between about 0.1 and 0.45 us from one run to
  * the next (where the hypervisor puts the vCPUs), so a floor measured by other processes at
  * another moment is not a floor; blocks a few ms apart in the same processes are. The ratio is
@@ -35,15 +35,51 @@ import java.util.concurrent.atomic.AtomicReference;
  * the loop (a read costs about as much as a tenth of the raw round trip).
  */
 final class PairedShmPingPong {
-    /** Iterations per block, blocks in all (alternating, jrdma first), and blocks of warm-up. */
-    static final int BLOCK = 50_000, BLOCKS = 60, WARM_UP_BLOCKS = 20;
-    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    /**
+     * Iterations per block, blocks in all, and blocks of warm-up. Blocks come in fours: jrdma
+     * with every write completing (ALWAYS), raw, jrdma with {@link dev.jrdma.Completion#ON_ERROR}
+     * writes, raw; so each jrdma block has a raw one right after it.
+     */
+    static final int BLOCK = 50_000, BLOCKS = 80, WARM_UP_BLOCKS = 20;
+    /** What a block runs: {@code b % 4}. */
+    static final int ALWAYS = 0, RAW = 1, ON_ERROR = 2;
 
     private PairedShmPingPong() {
     }
 
-    private static boolean jrdmaBlock(int b) {
-        return (b & 1) == 0;
+    private static int kind(int b) {
+        int k = b & 3;
+        return k == 3 ? RAW : k;
+    }
+
+    /** A library without ON_ERROR (an older commit under scripts/bench-software-providers-ab) runs ALWAYS in its place. */
+    private static final boolean HAS_ON_ERROR = hasOnError();
+
+    private static boolean hasOnError() {
+        try {
+            Class.forName("dev.jrdma.Completion");
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
+    }
+
+    /** Writes {@code out} to {@code peer}: ALWAYS with a handler (and a poll for its completion), or ON_ERROR. */
+    private static void write(Rdma rdma, Connection c, LocalRegion out, RemoteRegion peer, PerfClient.Counter<Void> done,
+                              int kind) {
+        if (kind == ON_ERROR && HAS_ON_ERROR) {
+            OnErrorWrite.post(c, out, peer);   // nothing to poll for: it reports only a failure
+        } else {
+            c.write(out, peer, null, done);
+            rdma.poll();
+        }
+    }
+
+    /** Kept apart so that the ping-pong's class links against a library without {@code Completion}. */
+    private static final class OnErrorWrite {
+        static void post(Connection c, LocalRegion out, RemoteRegion peer) {
+            c.write(out, peer, null, null, dev.jrdma.Completion.ON_ERROR);
+        }
     }
 
     /** The server role: prints "ready PORT", then answers every block of one client. */
@@ -61,15 +97,15 @@ final class PairedShmPingPong {
                 int spinsPerPoll = JrdmaLoopback.spinsPerPoll("shm");
                 long v = 0;
                 for (int b = 0; b < BLOCKS; b++) {
+                    int kind = kind(b);
                     for (int i = 0; i < BLOCK; i++) {
                         v++;
-                        if (jrdmaBlock(b)) {
+                        if (kind != RAW) {
                             if (!JrdmaLoopback.awaitValue(rdma, c, mine, v, spinsPerPoll)) {
                                 return;   // the client is gone
                             }
                             out.segment().set(ValueLayout.JAVA_LONG, 0, v);
-                            c.write(out, peer, null, done);
-                            rdma.poll();
+                            write(rdma, c, out, peer, done, kind);
                         } else {
                             RawShmPingPong.pong(raw, v);
                         }
@@ -83,8 +119,8 @@ final class PairedShmPingPong {
     }
 
     /**
-     * The client role: the round trip in ns of each block after the warm-up, in pairs: element
-     * 2k is a jrdma block's, 2k + 1 the raw block's after it.
+     * The client role: the round trip in ns of each block after the warm-up, in block order
+     * (fours: ALWAYS, raw, ON_ERROR, raw).
      */
     static long[] pingPong(int port, Path flags) throws Exception {
         try (Arena arena = Arena.ofShared();
@@ -97,51 +133,54 @@ final class PairedShmPingPong {
                 RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
                 PerfClient.Counter<Void> done = new PerfClient.Counter<>();
                 int spinsPerPoll = JrdmaLoopback.spinsPerPoll("shm");
-                long[] medians = new long[BLOCKS - WARM_UP_BLOCKS];
+                long[] blocks = new long[BLOCKS - WARM_UP_BLOCKS];
                 long v = 0;
+                long always = 0;
                 for (int b = 0; b < BLOCKS; b++) {
+                    int kind = kind(b);
                     long t = System.nanoTime();
                     for (int i = 0; i < BLOCK; i++) {
                         v++;
-                        if (jrdmaBlock(b)) {
+                        if (kind != RAW) {
                             out.segment().set(ValueLayout.JAVA_LONG, 0, v);
-                            c.write(out, peer, null, done);
-                            rdma.poll();
+                            write(rdma, c, out, peer, done, kind);
                             JrdmaLoopback.awaitValue(rdma, c, mine, v, spinsPerPoll);
                         } else {
                             RawShmPingPong.ping(raw, v);
                         }
                     }
                     if (b >= WARM_UP_BLOCKS) {
-                        medians[b - WARM_UP_BLOCKS] = (System.nanoTime() - t) / BLOCK;
+                        blocks[b - WARM_UP_BLOCKS] = (System.nanoTime() - t) / BLOCK;
+                    }
+                    if (kind == ALWAYS || (kind == ON_ERROR && !HAS_ON_ERROR)) {
+                        always += BLOCK;
                     }
                 }
-                long writes = (long) BLOCK * (BLOCKS / 2);
-                while (done.completed < writes) {
+                while (done.completed < always) {
                     rdma.poll();
                 }
-                return medians;
+                return blocks;
             }
         } finally {
             Files.deleteIfExists(flags);
         }
     }
 
-    /** The median over pairs of (jrdma block / raw block). */
-    static double pairedRatio(long[] medians) {
-        double[] r = new double[medians.length / 2];
+    /** The median over fours of (the {@code kind} block / the raw block right after it). */
+    static double pairedRatio(long[] blocks, int kind) {
+        double[] r = new double[blocks.length / 4];
         for (int k = 0; k < r.length; k++) {
-            r[k] = (double) medians[2 * k] / medians[2 * k + 1];
+            r[k] = (double) blocks[4 * k + kind] / blocks[4 * k + kind + 1];
         }
         Arrays.sort(r);
         return r[r.length / 2];
     }
 
-    /** The median of the jrdma ({@code odd} false) or raw ({@code odd} true) blocks' round trips, in ns. */
-    static double median(long[] medians, boolean odd) {
-        long[] m = new long[medians.length / 2];
+    /** The median round trip, in ns, of the blocks of {@code kind} (RAW: every raw block). */
+    static double median(long[] blocks, int kind) {
+        long[] m = new long[kind == RAW ? blocks.length / 2 : blocks.length / 4];
         for (int k = 0; k < m.length; k++) {
-            m[k] = medians[2 * k + (odd ? 1 : 0)];
+            m[k] = kind == RAW ? blocks[2 * k + 1] : blocks[4 * k + kind];
         }
         Arrays.sort(m);
         return m[m.length / 2];

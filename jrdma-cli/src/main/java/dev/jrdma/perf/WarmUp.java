@@ -62,7 +62,8 @@ record WarmUp(long iterations, long nanos, boolean settled, boolean counted) {
 
     /** For the report: "4.1 s, 22 000 iterations, settled" and the like. */
     String describe() {
-        String what = String.format(Locale.ROOT, "%.1f s, %,d iterations", nanos / 1e9, iterations).replace(',', ' ');
+        String what = String.format(Locale.ROOT, "%.1f s, %s iterations", nanos / 1e9,
+                String.format(Locale.ROOT, "%,d", iterations).replace(',', ' '));
         if (counted) {
             return what + " (--warmup)";
         }

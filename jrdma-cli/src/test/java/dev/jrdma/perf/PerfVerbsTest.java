@@ -44,8 +44,10 @@ class PerfVerbsTest {
         PerfCommandTest.Run client = null;
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (System.nanoTime() < deadline) {   // until the server listens
+            // A short counted warm-up: this checks each test's plumbing on verbs, not its steady state
+            // (the default warm-up runs once, in gidIndexAndLoopbackOnVerbs).
             client = PerfCommandTest.perf(test, "--provider", "verbs", "-d", clientDevice, "-p", port, "-s", size, "-n", "300",
-                    "--json", ip);
+                    "--warmup", "100", "--json", ip);
             if (client.code() == 0 || !client.err().contains("refused")) {
                 break;
             }
@@ -77,8 +79,14 @@ class PerfVerbsTest {
         assertEquals(0, loop.code(), loop.err());
         assertTrue(loop.out().contains("\"device\":\"" + serverDevice + "\""), loop.out());
         assertTrue(loop.out().contains("\"ack_timeout\":14"), "perftest's default -u, as the QP reports it: " + loop.out());
+        double warmUpSeconds = PerfCommandTest.field(loop.out(), "warmup_s").get(0);
+        assertTrue(warmUpSeconds >= WarmUp.MIN_NANOS / 1e9 && warmUpSeconds < WarmUp.MAX_NANOS / 1e9 + 30,
+                "the warm-up ran until settled, within its cap: " + loop.out());
+        System.out.println("PerfVerbsTest: read_lat's warm-up on verbs: " + warmUpSeconds + " s, "
+                + PerfCommandTest.field(loop.out(), "warmup_iterations").get(0) + " iterations, "
+                + (loop.out().contains("\"warmup_settled\":true") ? "settled" : "not settled"));
         PerfCommandTest.Run x = PerfCommandTest.perf("write_lat", "--provider", "verbs", "-d", serverDevice, "--loopback",
-                "-x", gid, "-u", "16", "-n", "200", "--json");
+                "-x", gid, "-u", "16", "-n", "200", "--warmup", "50", "--json");
         assertEquals(0, x.code(), x.err());
         assertTrue(x.out().contains("\"ack_timeout\":16"), "-u 16 as the QP reports it: " + x.out());
         // A GID index that names no address of this device, and one that disagrees with --bind.
