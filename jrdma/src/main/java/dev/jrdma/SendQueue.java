@@ -260,6 +260,10 @@ final class SendQueue {
         if (posted > 0) {
             life.markError(e);
             qp.moveToError();
+            // Members a provider did at once (QueuePair.DONE) have no entry to be flushed: the
+            // marker behind them, flushed too, reports them, so the batch ends now.
+            tailUnsignaled = true;
+            postMarker();
         }
     }
 
@@ -273,6 +277,17 @@ final class SendQueue {
         slots.push(o);
         int rc = qp.postSend(o.slot, opcode, silent ? 0 : QueuePair.SEND_SIGNALED, localAddr, length, lkey,
                 remote == null ? 0 : remote.address(), remote == null ? 0 : remote.rkey(), compareAdd, swap, imm);
+        if (rc == QueuePair.DONE && silent) {
+            // Carried out during the call (shm's direct path), and nothing will report it: it
+            // gives its slot and its region back now, and needs no reclaiming signal or marker.
+            slots.popTail();
+            RegionResources local = o.local;
+            slots.untake(o);
+            if (local != null) {
+                local.releaseFromOperation();
+            }
+            return;
+        }
         if (rc != 0) {
             slots.popTail();
             String op = o.op.label;
@@ -295,7 +310,7 @@ final class SendQueue {
     }
 
     /**
-     * For a teardown, after the QP was put in error: when the last request posted was unsignaled,
+     * After the QP was put in error (a teardown, or a batch cut short): when the last request posted was unsignaled,
      * posts a signaled zero-length write behind it. The device flushes it (the QP is in error),
      * and as the send queue completes in order, its completion tells that every request before it
      * is done: those that succeeded silently are otherwise never reported, and their slots would

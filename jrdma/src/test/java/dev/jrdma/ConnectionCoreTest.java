@@ -226,7 +226,11 @@ class ConnectionCoreTest {
                         failure.set(e);
                     }
                 });
-        assertEquals(2, qp.sends.size());
+        assertEquals(3, qp.sends.size(), "the two members the device took, and the marker behind them");
+        qp.nextSend();
+        qp.nextSend();
+        Posted marker = qp.nextSend();
+        assertTrue(marker.signaled() && marker.length() == 0 && marker.opcode() == QueuePair.WR_RDMA_WRITE);
         settle();
         assertEquals(1, calls.get());
         assertTrue(failure.get().getMessage().contains("errno 12 at operation 2 of 4 (write"), failure.get().getMessage());
@@ -535,5 +539,47 @@ class ConnectionCoreTest {
             assertEquals(before, fake.device.openRegistrations.get(), "dropped when the last one ended");
             assertEquals(2, h.calls.get());
         }
+    }
+
+    @Test
+    void anUnsignaledRequestTheProviderCarriedOutAtOnceHoldsNothing() throws Exception {
+        open(16);
+        qp.doneWhenUnsignaled = true;
+        LocalRegion a = rdma.allocate(64);
+        // Many times the queue's depth, with no completion at all: none of them holds a slot.
+        for (int i = 0; i < 16 * 50; i++) {
+            c.write(a, remote, null, null, Completion.ON_ERROR);
+        }
+        assertEquals(0, a.resources().operationsInFlight(), "nor the region");
+        int signaled = 0;
+        for (Posted p : qp.outstanding()) {
+            signaled += p.signaled() ? 1 : 0;
+        }
+        assertEquals(0, signaled, "no reclaiming signal was needed");
+        assertEquals(0, qp.outstandingCount());
+        CompletableFuture<Void> closed = c.closeAsync();
+        settle();
+        assertTrue(closed.isDone(), "and no marker: nothing silent is outstanding");
+        assertEquals(16 * 50, qp.sends.size(), "every write was posted, none after the close");
+        a.close();
+    }
+
+    @Test
+    void aPartlyPostedBatchWhoseMembersWereDoneAtOnceStillEndsItsTeardownAtOnce() throws Exception {
+        open(16);
+        qp.doneWhenUnsignaled = true;
+        LocalRegion a = rdma.allocate(64);
+        qp.failErrno = 12;
+        qp.failAt = 2;
+        CompletableFuture<long[]> f = c.batch().write(a, remote).write(a, remote).write(a, remote).submit();
+        settle();
+        assertTrue(f.isCompletedExceptionally());
+        assertEquals(ConnectionState.ERROR, c.state());
+        // The two members done at once have no entry for the error state to flush: the marker
+        // behind them reports them, and the teardown does not wait for its deadline.
+        CompletableFuture<Void> closed = c.closeAsync();
+        settle();
+        assertTrue(closed.isDone());
+        a.close();
     }
 }

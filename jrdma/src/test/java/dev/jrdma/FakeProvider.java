@@ -331,6 +331,8 @@ final class FakeProvider implements Provider {
         volatile int failAt;
         private int firstUnposted;
         final AtomicInteger postsOutsideMonitor = new AtomicInteger();
+        /** Unsignaled posts return {@link QueuePair#DONE}, as shm's direct operations do. */
+        volatile boolean doneWhenUnsignaled;
 
         FakeQueuePair(FakeCompletionQueue cq, QueuePairSpec spec, Object postMonitor) {
             this.cq = cq;
@@ -365,6 +367,10 @@ final class FakeProvider implements Provider {
                 return errno;
             }
             Posted p = new Posted(wrId, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, imm);
+            if (doneWhenUnsignaled && !p.signaled() && state != STATE_ERR) {
+                sends.add(p);
+                return DONE;   // as shm's direct path: carried out now, nothing to report
+            }
             synchronized (this) {
                 if (state == STATE_ERR) {
                     cq.add(wrId, WorkCompletion.WR_FLUSH_ERR, 0, 0, 0, false);
@@ -394,8 +400,10 @@ final class FakeProvider implements Provider {
             int stop = errno != 0 ? Math.min(failAt, count) : count;
             failErrno = 0;
             for (int i = 0; i < stop; i++) {
-                synchronized (this) {
-                    outstanding.add(staged[i]);
+                if (!(doneWhenUnsignaled && !staged[i].signaled())) {   // else done at once: no entry
+                    synchronized (this) {
+                        outstanding.add(staged[i]);
+                    }
                 }
                 sends.add(staged[i]);
             }

@@ -35,9 +35,18 @@ public interface QueuePair {
     QueuePairSpec granted();
 
     /**
+     * What {@link #postSend} may return for an unsignaled request that the provider carried out
+     * during the call and that succeeded (shm's direct operations on a mapped peer region): it
+     * produces no completion and holds no send-queue entry, so the poster forgets it at once.
+     * Never for a signaled request, and never from {@link #postStaged}.
+     */
+    int DONE = -1;
+
+    /**
      * Posts one send-queue request with one scatter/gather entry ({@code length} 0: none).
      * {@code remoteAddr}/{@code rkey} for RDMA and atomics; {@code compareAdd}/{@code swap} for
      * atomics (the 8-byte prior value lands at {@code localAddr}); {@code imm} in host order.
+     * Returns 0, an errno, or {@link #DONE}.
      */
     int postSend(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr, int rkey,
                  long compareAdd, long swap, int imm);

@@ -130,7 +130,9 @@ final class TcpRequester {
                 long[] s = staged[i];
                 int rc = queue(s[0], (int) s[1], (int) s[2], s[3], (int) s[4], (int) s[5], s[6], (int) s[7], s[8], s[9],
                         (int) s[10]);
-                if (rc != 0) {
+                // A member done at once (direct, unsignaled) is posted as far as the chain goes: the
+                // last member's completion reports it with the rest.
+                if (rc != 0 && rc != DONE) {
                     firstUnposted = i;
                     qp.finishTransmit();
                     return rc;
@@ -202,6 +204,9 @@ final class TcpRequester {
                 if (status != 0) {
                     sqLocalError[i] = status;
                     return notSent(pos);
+                }
+                if ((flags & SEND_SIGNALED) == 0) {
+                    return DONE;   // done, and nothing is to report it: it takes no entry (sqTail stays)
                 }
                 SQ_TAIL.setRelease(this, pos);   // the fence, when one is needed, is wakeIfAsleep's
                 qp.cq.wakeIfAsleep();
