@@ -140,7 +140,7 @@ final class CompletionDispatch implements CompletionSink {
      * the connection is CLOSED.
      */
     void failOutstanding(RdmaException why) {
-        for (int slot = 0; slot < slots.depth(); slot++) {
+        for (int slot = 0; slot <= slots.depth(); slot++) {   // the marker too (the last record)
             SendOperation o = slots.get(slot);
             synchronized (sends.postLock) {
                 if (o.kind == SendOperation.FREE) {

@@ -867,7 +867,6 @@ public final class Rdma implements AutoCloseable {
             return this;
         }
 
-        /** The device name, e.g. "rxe0"; default: the first with an active port. */
         /** Uses {@code p} itself, not a provider found by name: the seam through which tests drive a fake one. */
         Builder provider(Provider p) {
             providerInstance = Objects.requireNonNull(p, "provider");
@@ -881,6 +880,7 @@ public final class Rdma implements AutoCloseable {
             return this;
         }
 
+        /** The device name, e.g. "rxe0"; default: the first with an active port. */
         public Builder device(String name) {
             device = name;
             return this;

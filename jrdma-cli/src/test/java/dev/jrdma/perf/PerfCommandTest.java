@@ -266,4 +266,17 @@ class PerfCommandTest {
         assertEquals(new java.net.InetSocketAddress("10.77.0.1", 18515), PerfCommand.parseAddress("host/10.77.0.1:18515"));
         assertUsage(perf("write_lat", "--loopback-server", "10.0.0.1"), "--loopback-server is the server of a --loopback run");
     }
+
+    /**
+     * write_lat at 512 KiB warms up in rounds of 128, whose last mark (127 % 127 + 1) is the
+     * next run's first: the two ends must not take the mark left from the round before for the
+     * peer's (they forget it before each run). Without that, both waited for each other until
+     * the 60 s idle limit, every time.
+     */
+    @Test
+    void aPingPongRunDoesNotTakeTheLastRunsMarkForItsFirst() {
+        Run r = perf("write_lat", "--provider", "shm", "--loopback", "-s", "524288", "-n", "300", "--json");
+        assertEquals(0, r.code(), r.err());
+        assertEquals(List.of(524288.0), field(r.out(), "bytes"));
+    }
 }
