@@ -590,10 +590,6 @@ public final class Connection implements AutoCloseable {
         return life.releaseHookCount();
     }
 
-    CompletableFuture<Void> released() {
-        return life.released();
-    }
-
     // ---------------------------------------------------------------- closing
 
     /**

@@ -260,10 +260,6 @@ final class ConnectionLife {
         onDisconnect = callback;
     }
 
-    CompletableFuture<Void> released() {
-        return released;
-    }
-
     void checkUsable(String op) {
         if (state != ConnectionState.ESTABLISHED) {
             throw notUsable(op);
