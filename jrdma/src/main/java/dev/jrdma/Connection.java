@@ -165,7 +165,8 @@ public final class Connection implements AutoCloseable {
     /**
      * Sets a callback for every received message (SEND, or WRITE_WITH_IMM notice), on the IO
      * thread; the message is closed when it returns. Messages that arrived before are handed to it
-     * first. With a callback set, {@link #receive()} is not for use.
+     * first. With a callback set, {@link #receive()} is not for use; {@code null} takes the
+     * callback away, and messages that arrive from then on go to {@link #receive()} again.
      */
     public Connection onReceive(BiConsumer<Connection, Message> callback) {
         receives.onReceive(callback);

@@ -126,14 +126,19 @@ final class ReceiveQueue {
         f.complete(m);
     }
 
-    /** Every message from now on goes to {@code callback}; those kept so far first (on the IO thread). */
+    /**
+     * Every message from now on goes to {@code callback}; those kept so far first (on the IO
+     * thread). Null: from now on they go to {@code receive()} again.
+     */
     void onReceive(BiConsumer<Connection, Message> callback) {
         onReceive = callback;
-        connection.io.execute(this::drainUndeliveredToCallback);
+        if (callback != null) {
+            connection.io.execute(this::drainUndeliveredToCallback);
+        }
     }
 
     private void drainUndeliveredToCallback() {
-        while (true) {
+        while (onReceive != null) {
             Message m;
             synchronized (waiting) {
                 m = undelivered.poll();

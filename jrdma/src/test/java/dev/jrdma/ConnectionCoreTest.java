@@ -388,6 +388,31 @@ class ConnectionCoreTest {
     }
 
     @Test
+    void aReceiveCallbackTakenAwayHandsTheMessagesThatFollowToReceive() throws Exception {
+        open();
+        qp.deliver("kept".getBytes());   // nobody asks for it: kept
+        settle();
+        c.onReceive(null);   // no callback to hand the kept one to: it stays kept (it used to be re-kept forever)
+        settle();
+        try (Message m = c.receive().get(5, TimeUnit.SECONDS)) {
+            assertEquals("kept", new String(m.data().toArray(ValueLayout.JAVA_BYTE)));
+        }
+        List<String> viaCallback = new java.util.ArrayList<>();
+        c.onReceive((conn, m) -> viaCallback.add(new String(m.data().toArray(ValueLayout.JAVA_BYTE))));
+        qp.deliver("one".getBytes());
+        settle();
+        assertEquals(List.of("one"), viaCallback);
+        c.onReceive(null);
+        CompletableFuture<Message> next = c.receive();
+        qp.deliver("two".getBytes());
+        settle();
+        try (Message m = next.get(5, TimeUnit.SECONDS)) {
+            assertEquals("two", new String(m.data().toArray(ValueLayout.JAVA_BYTE)));
+        }
+        assertEquals(List.of("one"), viaCallback, "the callback taken away got nothing more");
+    }
+
+    @Test
     void onErrorOperationsGoUnsignaledExceptOneInEachRunAndReportNothingWhenTheySucceed() throws Exception {
         open(16);   // one signaled in every 16 / 4
         LocalRegion a = rdma.allocate(64);

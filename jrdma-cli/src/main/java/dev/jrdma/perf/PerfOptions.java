@@ -23,7 +23,8 @@ import java.util.List;
  * @param gidIndex   -x, a GID index of the device (-1: none): the server listens on its address
  * @param plot       --plot, a PNG file the client draws its results into (null: none)
  * @param warmUp     --warmup, untimed iterations before each size (-1: as many as -n, at most 10 000)
- * @param ackTimeout -u, the QP's ack timeout exponent on verbs (perftest's default 14: 67 ms)
+ * @param ackTimeout -u, the QP's ack timeout exponent on verbs (perftest's default 14: 67 ms; -1 for
+ *                   {@code -u cm}: the connection manager's, the library's default)
  * @param outReads   -o, RDMA reads / atomics in flight at the device (-1: the device maximum)
  * @param postList   -l, bandwidth tests: operations posted together as one {@link dev.jrdma.Batch}
  *                   (one doorbell, one completion for all); 1, the default, posts each alone
@@ -56,7 +57,8 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
               -x, --gid-index N      GID index (verbs): the server listens on that GID's IP address, as
                                      rdma_cm picks the GID from the address (a client's follows its route)
               -u, --qp-timeout N     verbs: ack timeout 4.096 us x 2^N before a request is sent again
-                                     (1-31, default 14 as perftest; rdma_cm's own on RoCE: 19, 2.1 s)
+                                     (1-31, default 14 as perftest; rdma_cm's own on RoCE: 19, 2.1 s);
+                                     -u cm: rdma_cm's, as the library's default ConnectionConfig has
               -o, --outs N           read and atomic tests: reads/atomics in flight at the device
                                      (default: the device maximum, as perftest)
               -l, --post_list N      bw tests: post N operations at a time as one jrdma Batch (one
@@ -102,7 +104,16 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                 case "--bind" -> bind = value(args, ++i, a);
                 case "-x", "--gid-index" -> gidIndex = number(args, ++i, a, 0, 255);
                 case "--plot" -> plot = value(args, ++i, a);
-                case "-u", "--qp-timeout" -> ackTimeout = number(args, ++i, a, 1, 31);
+                case "-u", "--qp-timeout" -> {
+                    if (i + 1 < args.length && args[i + 1].equals("cm")) {
+                        i++;
+                        ackTimeout = -1;   // the connection manager's, as ConnectionConfig's default
+                    } else if (!value(args, i + 1, a).matches("-?\\d+")) {
+                        throw new IllegalArgumentException(a + " takes 1..31 or cm, not '" + args[i + 1] + "'");
+                    } else {
+                        ackTimeout = number(args, ++i, a, 1, 31);
+                    }
+                }
                 case "-o", "--outs" -> outReads = number(args, ++i, a, 1, 255);
                 case "-l", "--post_list" -> postList = number(args, ++i, a, 1, 8192);
                 case "--warmup" -> warmUp = number(args, ++i, a, 0, 100_000_000);

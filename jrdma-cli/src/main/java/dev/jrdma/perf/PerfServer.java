@@ -205,13 +205,19 @@ final class PerfServer implements AutoCloseable {
         }
     }
 
+    /** Answers each of the client's sends with one, from the receive callback (no future per message). */
     private void sendPingPong(Connection c, int size, int iterations) {
         LocalRegion src = out.slice(0, size);
         PerfClient.Counter<Void> done = new PerfClient.Counter<>();
-        for (int i = 0; i < iterations; i++) {
-            PerfControl.next(rdma, c).close();
-            c.send(src, null, done);
-            rdma.poll();
+        PerfClient.Counter<Void> got = new PerfClient.Counter<>();
+        c.onReceive((conn, m) -> {
+            got.completed++;
+            conn.send(src, null, done);
+        });
+        try {
+            PerfClient.drain(rdma, c, got, iterations);
+        } finally {
+            c.onReceive(null);   // the END that follows is a control message, for receive()
         }
         PerfClient.drain(rdma, c, done, iterations);
     }

@@ -55,6 +55,15 @@ public final class PerftestComparison {
 
     static final int JIT_WARM_UP = 50_000;
 
+    /** The VM's two devices, the server's address and the GID index, as scripts/softroce-vm passes them. */
+    record VmPair(String dev0, String dev1, String ip, String gid) {
+        static VmPair fromEnvironment() {
+            Map<String, String> env = System.getenv();
+            return new VmPair(env.getOrDefault("JRDMA_VM_DEV0", "rxe0"), env.getOrDefault("JRDMA_VM_DEV1", "rxe1"),
+                    env.getOrDefault("JRDMA_VM_IP0", "10.77.0.1"), env.getOrDefault("JRDMA_VM_GID_INDEX", "1"));
+        }
+    }
+
     /**
      * Per measurement: latency {t_typical, p99, p99.9} in us; bandwidth {BW average} in MB/s;
      * then the transport retries rxe counted meanwhile ({@code completer_retry_err} of both
@@ -78,10 +87,8 @@ public final class PerftestComparison {
     public static void main(String[] args) throws Exception {
         Path out = Path.of(args[0]);
         int rounds = Integer.parseInt(args[1]);
-        String dev0 = System.getenv().getOrDefault("JRDMA_VM_DEV0", "rxe0");
-        String dev1 = System.getenv().getOrDefault("JRDMA_VM_DEV1", "rxe1");
-        String ip = System.getenv().getOrDefault("JRDMA_VM_IP0", "10.77.0.1");
-        String gid = System.getenv().getOrDefault("JRDMA_VM_GID_INDEX", "1");
+        VmPair vm = VmPair.fromEnvironment();
+        String dev0 = vm.dev0(), dev1 = vm.dev1(), ip = vm.ip(), gid = vm.gid();
         String java = ProcessHandle.current().info().command().orElseThrow();
         String cp = System.getProperty("java.class.path");
         Map<Case, double[][][]> got = new LinkedHashMap<>();   // case -> [perftest, jrdma][round][TYPICAL..P999]
@@ -388,7 +395,7 @@ public final class PerftestComparison {
     }
 
     /** The guest as the VM shows it: CPU model (QEMU's emulated one), vCPUs, kernel and JDK. */
-    private static String machine() {
+    static String machine() {
         String cpu = SoftwareProviderBench.cpuModel();
         return "guest " + cpu + ", " + Runtime.getRuntime().availableProcessors() + " vCPUs, Linux "
                 + System.getProperty("os.version") + ", JDK " + Runtime.version() + "; host: "

@@ -214,6 +214,10 @@ class PerfCommandTest {
         Run u = perf("read_bw", "--provider", "tcp", "--loopback", "-u", "20", "-n", "20", "--json");
         assertEquals(0, u.code(), u.err());
         assertTrue(u.out().contains("\"ack_timeout\":-1"), u.out());
+        // -u cm leaves it to the connection manager, as the library's default ConnectionConfig does.
+        Run cm = perf("read_lat", "--provider", "tcp", "--loopback", "-u", "cm", "-n", "20", "--warmup", "0");
+        assertEquals(0, cm.code(), cm.err());
+        assertUsage(perf("read_lat", "-u", "cms"), "-u takes 1..31 or cm, not 'cms'");
         assertFalse(perf("read_lat", "--provider", "shm", "--loopback", "-n", "20").out().contains("QP ack timeout"));
         Run noWarmUp = perf("read_lat", "--provider", "tcp", "--loopback", "--warmup", "0", "-n", "20", "--json");
         assertEquals(0, noWarmUp.code(), noWarmUp.err());

@@ -3,7 +3,7 @@ package dev.jrdma.spi;
 /**
  * Spaces out a look that costs a syscall (a connection manager's event channel) on an IO
  * thread that polls in a loop: at most one look per {@code intervalNanos}, the clock read only
- * every 16th call, and every call while there is activity (the last look found something, or
+ * every 64th call, and every call while there is activity (the last look found something, or
  * the owner says it is waiting for events). Connection set-up is not latency-critical; the
  * data path is, and a spinning pass of verbs costs a few hundred nanoseconds, of which a
  * read(2) that finds nothing would be most (in the Soft-RoCE VM's emulated CPU, all).
@@ -24,7 +24,7 @@ public final class PollThrottle {
         if (active) {
             return true;
         }
-        if ((++calls & 15) != 0) {
+        if ((++calls & 63) != 0) {
             return false;
         }
         long now = System.nanoTime();

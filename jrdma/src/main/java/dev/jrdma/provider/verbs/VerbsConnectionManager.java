@@ -39,8 +39,14 @@ final class VerbsConnectionManager implements ConnectionManager {
     /** Every live id (listeners and endpoints) by its address. */
     private final Map<Long, Object> ids = new HashMap<>();
     private boolean closed;
-    /** Looks at the event channel at most this often while nothing happens. */
-    private static final long CHECK_NANOS = 20_000;
+    /**
+     * Looks at the event channel at most this often while nothing happens (and the throttle reads
+     * the clock only every 64th pass). Each look is a read(2): at 20 us, a loop spinning on a
+     * latency test looked every 16 passes, a syscall and a clock read every operation or two, and
+     * in the Soft-RoCE VM both trap to the emulator. Connection events are not latency-critical,
+     * and while one is awaited the throttle looks every pass.
+     */
+    private static final long CHECK_NANOS = 1_000_000;
     private final PollThrottle throttle = new PollThrottle(CHECK_NANOS);
 
     VerbsConnectionManager(VerbsDevice device) {
