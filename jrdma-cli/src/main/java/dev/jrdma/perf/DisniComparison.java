@@ -89,8 +89,10 @@ public final class DisniComparison {
         // and 162 us first, 79 to 84 after): one untimed run of each tool before the rounds.
         for (Tool t : tools) {
             List<List<String>> cmd = t.runner().commands(TESTS[0], ++port);
-            System.err.println("untimed first run of " + t.label() + ": "
-                    + parse(run(cmd.get(0), cmd.get(1), t.ready()).clientOutput, TESTS[0]) + " us");
+            Run first = run(cmd.get(0), cmd.get(1), t.ready());
+            double v = parse(first.clientOutput, TESTS[0]);
+            System.err.println("untimed first run of " + t.label() + ": " + v + " us"
+                    + (Double.isNaN(v) ? (first.crashed ? " (a JVM crashed)" : "; its client said:\n" + first.clientOutput) : ""));
         }
         for (int r = 0; r < rounds; r++) {
             for (int ti = 0; ti < TESTS.length; ti++) {
