@@ -214,14 +214,6 @@ public final class DisniComparison {
         return l;
     }
 
-    static double median(double[] v) {
-        double[] s = Arrays.stream(v).filter(x -> !Double.isNaN(x)).sorted().toArray();
-        if (s.length == 0) {
-            return Double.NaN;
-        }
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-    }
-
     static void write(Path out, List<Tool> tools, Outcome[][][] got, int done, int rounds, String dev0, String dev1,
                       double minutes) throws IOException {
         int jrdma = tools.size() - 1;
@@ -252,7 +244,7 @@ public final class DisniComparison {
             md.append("| ").append(TESTS[ti]).append(" |");
             double[] med = new double[tools.size()];
             for (int k = 0; k < tools.size(); k++) {
-                med[k] = median(Arrays.stream(got[ti][k]).limit(done).mapToDouble(o -> o == null ? Double.NaN : o.typical()).toArray());
+                med[k] = PerftestComparison.median(Arrays.stream(got[ti][k]).limit(done).mapToDouble(o -> o == null ? Double.NaN : o.typical()).toArray());
                 md.append(String.format(Locale.ROOT, " %.2f |", med[k]));
             }
             boolean met = jrdma > 1;

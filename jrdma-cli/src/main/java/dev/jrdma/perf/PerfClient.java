@@ -4,7 +4,6 @@ import dev.jrdma.Connection;
 import dev.jrdma.Batch;
 import dev.jrdma.ConnectionState;
 import dev.jrdma.LocalRegion;
-import dev.jrdma.Message;
 import dev.jrdma.Rdma;
 import dev.jrdma.RemoteRegion;
 import dev.jrdma.exceptions.RdmaException;

@@ -246,7 +246,12 @@ public final class PerftestComparison {
 
     /** The median over rounds of figure {@code k} (rounds without a result left out); NaN when none has one. */
     static double median(double[][] rounds, int k) {
-        double[] s = Arrays.stream(rounds).mapToDouble(r -> r[k]).filter(x -> !Double.isNaN(x)).sorted().toArray();
+        return median(Arrays.stream(rounds).mapToDouble(r -> r[k]).toArray());
+    }
+
+    /** The median of {@code v}, NaNs (runs without a result) left out; NaN when nothing is left. */
+    static double median(double[] v) {
+        double[] s = Arrays.stream(v).filter(x -> !Double.isNaN(x)).sorted().toArray();
         if (s.length == 0) {
             return Double.NaN;
         }
