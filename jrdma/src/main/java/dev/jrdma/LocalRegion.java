@@ -255,7 +255,8 @@ public final class LocalRegion implements AutoCloseable {
     /**
      * Drops the region's exposures (any later remote use of their rkeys fails) and gives its
      * memory back, and its registration up, once the operations posted on it ended (for a slice:
-     * nothing, the parent owns it). Idempotent and thread-safe; it does not wait.
+     * nothing, the parent owns it). Idempotent and thread-safe; it does not wait. On a single-threaded
+     * {@link Rdma} only its owner thread may close a region (another gets IllegalStateException).
      */
     @Override
     public void close() {

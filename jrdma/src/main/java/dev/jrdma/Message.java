@@ -55,12 +55,16 @@ public final class Message implements AutoCloseable {
         return connection;
     }
 
-    /** Gives the receive buffer back (it is posted again). Idempotent. */
+    /**
+     * Gives the receive buffer back (it is posted again). Idempotent. On a single-threaded
+     * {@link Rdma} only its owner may close a message; from another thread this throws and the
+     * message stays open.
+     */
     @Override
     public void close() {
         if (!closed) {
-            closed = true;
             connection.repost(buffer);
+            closed = true;
         }
     }
 }

@@ -123,7 +123,8 @@ public final class Rdma implements AutoCloseable {
                 int[] fds = i != 0 ? new int[] {ch.fd()}
                         : device.eventFd() < 0 ? new int[] {ch.fd(), manager.fd()} : new int[] {ch.fd(), manager.fd(), device.eventFd()};
                 String name = "jrdma-io-" + device.name() + "-" + i;
-                io[i] = b.ioThreads == INLINE ? IoThread.inline(name, fds, ch::drainEvents)
+                io[i] = b.singleThreaded ? IoThread.confined(name, fds, ch::drainEvents, Thread.currentThread())
+                        : b.ioThreads == INLINE ? IoThread.inline(name, fds, ch::drainEvents)
                         : new IoThread(name, b.completionMode, fds, ch::drainEvents,
                         b.cpus.length == 0 ? -1 : b.cpus[i % b.cpus.length]);
             }
@@ -213,6 +214,11 @@ public final class Rdma implements AutoCloseable {
             ids[i] = io[i].tid();
         }
         return ids;
+    }
+
+    /** The IO of a single-threaded instance ({@link Builder#singleThreaded}), whose thread alone may post; else null. */
+    IoThread confinedIo() {
+        return io[0].isConfined() ? io[0] : null;
     }
 
     /** Waits for {@code f} (a control-path step), driving progress meanwhile in INLINE mode. */
@@ -756,6 +762,7 @@ public final class Rdma implements AutoCloseable {
         private String device;
         private CompletionMode completionMode = CompletionMode.ADAPTIVE;
         private int ioThreads = 1;
+        private boolean singleThreaded;
         private int[] cpus = new int[0];
         private Consumer<DeviceEvent> onDeviceEvent;
         private int maxRemoteAccess = REMOTE_ACCESS;
@@ -904,6 +911,20 @@ public final class Rdma implements AutoCloseable {
         }
 
         /**
+         * Single-threaded ({@code true}; needs {@code ioThreads(Rdma.INLINE)}): the thread that
+         * calls {@link #build()} is this instance's owner, and the only thread that polls, posts
+         * on its connections and closes their messages. Those paths then take no lock and no
+         * atomic step (UCX's {@code UCS_THREAD_MODE_SINGLE}); a call to them from another thread
+         * throws IllegalStateException naming both threads, rather than race. Regions, connect,
+         * listen and close keep their own thread safety, but {@code close} and the blocking calls
+         * poll while they wait, so they too belong on the owner. Default false.
+         */
+        public Builder singleThreaded(boolean single) {
+            singleThreaded = single;
+            return this;
+        }
+
+        /**
          * Receives the device's asynchronous events (port up/down, fatal QP or device errors), on
          * IO thread 0; every event is also logged. A fatal one has already put its connection in
          * ERROR when the listener hears of it.
@@ -981,6 +1002,10 @@ public final class Rdma implements AutoCloseable {
         }
 
         public Rdma build() {
+            if (singleThreaded && ioThreads != INLINE) {
+                throw new IllegalArgumentException("singleThreaded needs ioThreads(Rdma.INLINE): with IO threads of its own "
+                        + "(ioThreads " + ioThreads + "), completions run on them, not on one owner thread");
+            }
             return new Rdma(this);
         }
     }

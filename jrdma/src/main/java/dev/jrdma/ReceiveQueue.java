@@ -32,6 +32,8 @@ final class ReceiveQueue {
     private final Connection connection;
     private final ConnectionLife life;
     private final Object postLock;
+    /** Single-threaded: the owner is the only thread here, so no lock and no atomic step (see SendQueue). */
+    private final boolean confined;
     private final int depth;
     private final int bufferSize;
     private QueuePair qp;
@@ -51,6 +53,7 @@ final class ReceiveQueue {
         this.connection = connection;
         this.life = life;
         this.postLock = postLock;
+        this.confined = connection.io.isConfined();
         this.depth = config.receiveQueueDepth();
         this.bufferSize = config.receiveBufferSize();
     }
@@ -88,8 +91,12 @@ final class ReceiveQueue {
 
     /** A receive completed (on the completing thread): deliver its message, or fail the connection. */
     void onCompletion(int buffer, int status, int opcode, int byteLen, int imm, boolean withImm) {
-        synchronized (postLock) {
+        if (confined) {
             posted--;
+        } else {
+            synchronized (postLock) {
+                posted--;
+            }
         }
         if (status != WorkCompletion.SUCCESS) {
             if (status != WorkCompletion.WR_FLUSH_ERR || life.failure() == null) {
@@ -100,7 +107,11 @@ final class ReceiveQueue {
         }
         boolean write = opcode == WorkCompletion.OP_RECV_RDMA_WITH_IMM;
         MemorySegment data = registration.memory().asSlice((long) buffer * bufferSize, write ? 0 : byteLen);
-        lent.incrementAndGet();
+        if (confined) {
+            lent.setPlain(lent.getPlain() + 1);
+        } else {
+            lent.incrementAndGet();
+        }
         deliver(new Message(connection, buffer, data, byteLen, withImm, imm, write));
     }
 
@@ -185,12 +196,23 @@ final class ReceiveQueue {
 
     /** A message's buffer is free again: post it, unless the connection is going down. */
     void repost(int buffer) {
-        synchronized (postLock) {
+        int left;
+        if (confined) {
+            connection.io.checkOwner("Message.close");
             if (life.state() == ConnectionState.ESTABLISHED) {
                 post(buffer);
             }
+            left = lent.getPlain() - 1;
+            lent.setPlain(left);
+        } else {
+            synchronized (postLock) {
+                if (life.state() == ConnectionState.ESTABLISHED) {
+                    post(buffer);
+                }
+            }
+            left = lent.decrementAndGet();
         }
-        if (lent.decrementAndGet() == 0 && freeWanted) {
+        if (left == 0 && freeWanted) {
             freeMemory();
         }
     }

@@ -1,5 +1,6 @@
 package dev.jrdma;
 
+import dev.jrdma.runtime.IoThread;
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.MemoryRegistration;
 
@@ -42,6 +43,11 @@ final class RegionResources {
     final long address, length;
     private final AutoCloseable owner;
     /**
+     * The single-threaded Rdma's IO ({@code Rdma.Builder.singleThreaded}), whose thread alone posts,
+     * completes and closes: {@link #uses} is then counted with plain steps. Null otherwise.
+     */
+    private final IoThread confinedTo;
+    /**
      * Registrations for peers, by the range they expose (the region, or a slice: a peer given a
      * slice reaches exactly that slice) and the rights; guarded by this.
      */
@@ -68,6 +74,7 @@ final class RegionResources {
     volatile Rdma.RegionLeak leak;
 
     RegionResources(MemorySegment segment, MemoryRegistration registration, AutoCloseable owner, Rdma rdma, boolean pooled) {
+        this.confinedTo = rdma.confinedIo();
         this.registration = registration;
         this.owner = owner;
         this.rdma = rdma;
@@ -87,6 +94,15 @@ final class RegionResources {
      * either close sees this operation and waits for it, or this operation sees the close.
      */
     boolean acquireForOperation() {
+        if (confinedTo != null) {
+            // Single-threaded: posts, completions and close all run on the owner; plain steps.
+            long uses = (long) USES.get(this);
+            if ((uses & CLOSING) != 0) {
+                return false;
+            }
+            USES.set(this, uses + 1);
+            return true;
+        }
         long before = (long) USES.getAndAdd(this, 1L);
         if ((before & CLOSING) == 0) {
             return true;
@@ -97,7 +113,13 @@ final class RegionResources {
 
     /** That operation ended (completed, flushed, or was not posted after all). */
     void releaseFromOperation() {
-        long now = (long) USES.getAndAdd(this, -1L) - 1;
+        long now;
+        if (confinedTo != null) {
+            now = (long) USES.get(this) - 1;
+            USES.set(this, now);
+        } else {
+            now = (long) USES.getAndAdd(this, -1L) - 1;
+        }
         if (now == CLOSING) {
             operationsEnded();   // closed, and this was the last one in flight
         }
@@ -234,6 +256,9 @@ final class RegionResources {
      * back once no peer can reach it. Once; later calls do nothing.
      */
     void close() {
+        if (confinedTo != null && !closed) {
+            confinedTo.checkOwner("LocalRegion.close");   // its in-flight count is the owner's plain field
+        }
         if (!CLOSED.compareAndSet(this, false, true)) {
             return;
         }

@@ -25,6 +25,12 @@ final class SendQueue {
     private final ConnectionLife life;
     private final ConnectionConfig config;
     private final IoThread io;
+    /**
+     * Single-threaded ({@code Rdma.Builder.singleThreaded}): only the owner posts and completes,
+     * so the posts take no lock (the rest, teardown and the marker, still do: it costs nothing
+     * there and keeps one code path).
+     */
+    private final boolean confined;
     private QueuePair qp;
     /** The device flushes ({@code WR_FLUSH}); else a flush is a 1-byte read after the writes. */
     private boolean nativeFlush;
@@ -42,6 +48,7 @@ final class SendQueue {
         this.life = life;
         this.config = config;
         this.io = io;
+        this.confined = io.isConfined();
         this.slots = new SendSlots(config.sendQueueDepth(), postLock);
         this.signalEvery = Math.max(1, config.sendQueueDepth() / 4);
     }
@@ -73,21 +80,34 @@ final class SendQueue {
               Object completion, Object attachment) {
         OperationChecks.check(op, buf, remote, life.peer());
         life.checkUsable(op.label);
+        if (confined) {
+            io.checkOwner(op.label);
+        }
         RegionResources local = buf == null ? null : hold(op, buf);
         boolean posted = false;
         try {
-            synchronized (postLock) {
-                awaitRoom(1, op.label);
-                SendOperation o = slots.take(op, kind, completion, attachment);
-                o.local = local;
-                postBody(o, op, buf, remote, imm, a, b, c, d);
-                posted = true;
+            if (confined) {
+                postOperation(op, buf, remote, imm, a, b, c, d, kind, completion, attachment, local);
+            } else {
+                synchronized (postLock) {
+                    postOperation(op, buf, remote, imm, a, b, c, d, kind, completion, attachment, local);
+                }
             }
+            posted = true;
         } finally {
             if (!posted && local != null) {
                 local.releaseFromOperation();
             }
         }
+    }
+
+    /** Takes a slot for {@code op} and posts it; under postLock, or on the owner of a single-threaded connection. */
+    private void postOperation(Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b, long c, long d,
+                               byte kind, Object completion, Object attachment, RegionResources local) {
+        awaitRoom(1, op.label);
+        SendOperation o = slots.take(op, kind, completion, attachment);
+        o.local = local;
+        postBody(o, op, buf, remote, imm, a, b, c, d);
     }
 
     /**
@@ -135,28 +155,36 @@ final class SendQueue {
      * operation failed (its time is up, the connection is not usable, or the post failed).
      */
     RdmaException postNextAttempt(SendOperation o, long seen) {
-        synchronized (postLock) {   // it posts: serialised with the posters
-            String op = o.op.label;
-            if (life.nanoTime() > o.deadline) {
-                return new RdmaTimeoutException(op + " on the connection to " + life.remoteAddress()
-                        + " gave up: the word kept changing under its compare-and-swap for " + config.timeout());
-            }
-            if (life.state() != ConnectionState.ESTABLISHED) {
-                return life.notUsable(op);
-            }
-            RemoteRegion remote = o.remote;
-            o.expected = seen;
-            slots.push(o);
-            int rc = qp.postSend(o.slot, QueuePair.WR_ATOMIC_CMP_AND_SWP, QueuePair.SEND_SIGNALED, scratch(o), 8,
-                    scratchMr.lkey(), remote.address(), remote.rkey(), seen,
-                    MaskedAtomics.next(o.op, seen, o.a, o.b, o.c, o.d), 0);
-            if (rc != 0) {
-                slots.popTail();
-                return new RdmaException(op + ": ibv_post_send failed with errno " + rc);
-            }
-            signaled();
-            return null;
+        if (confined) {
+            return postAttempt(o, seen);   // on the owner, the only poster
         }
+        synchronized (postLock) {   // it posts: serialised with the posters
+            return postAttempt(o, seen);
+        }
+    }
+
+    /** {@link #postNextAttempt}'s post; under postLock, or on the owner of a single-threaded connection. */
+    private RdmaException postAttempt(SendOperation o, long seen) {
+        String op = o.op.label;
+        if (life.nanoTime() > o.deadline) {
+            return new RdmaTimeoutException(op + " on the connection to " + life.remoteAddress()
+                    + " gave up: the word kept changing under its compare-and-swap for " + config.timeout());
+        }
+        if (life.state() != ConnectionState.ESTABLISHED) {
+            return life.notUsable(op);
+        }
+        RemoteRegion remote = o.remote;
+        o.expected = seen;
+        slots.push(o);
+        int rc = qp.postSend(o.slot, QueuePair.WR_ATOMIC_CMP_AND_SWP, QueuePair.SEND_SIGNALED, scratch(o), 8,
+                scratchMr.lkey(), remote.address(), remote.rkey(), seen,
+                MaskedAtomics.next(o.op, seen, o.a, o.b, o.c, o.d), 0);
+        if (rc != 0) {
+            slots.popTail();
+            return new RdmaException(op + ": ibv_post_send failed with errno " + rc);
+        }
+        signaled();
+        return null;
     }
 
     /**
@@ -178,13 +206,22 @@ final class SendQueue {
             OperationChecks.check(b.op[i], b.local[i], b.remote[i], life.peer());
         }
         life.checkUsable("batch");
+        if (confined) {
+            io.checkOwner("batch");
+        }
         RegionResources[] held = holdAll(b, n);
         boolean handedOver = false;
         try {
-            synchronized (postLock) {
+            if (confined) {
                 awaitRoom(n, "batch");
-                handedOver = true;   // from here each member's record holds its region
+                handedOver = true;
                 postChain(b, bc, n, held);
+            } else {
+                synchronized (postLock) {
+                    awaitRoom(n, "batch");
+                    handedOver = true;   // from here each member's record holds its region
+                    postChain(b, bc, n, held);
+                }
             }
         } finally {
             if (!handedOver) {

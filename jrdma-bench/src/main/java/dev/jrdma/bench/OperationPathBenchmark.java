@@ -54,6 +54,10 @@ public class OperationPathBenchmark {
     @Param({"shm", "tcp", "noop"})
     public String provider;
 
+    /** The client single-threaded (Rdma.Builder.singleThreaded): no lock, no atomic step on the operation path. */
+    @Param({"false", "true"})
+    public boolean single;
+
     private Rdma server, client;
     private RdmaServer listener;
     private LocalRegion target, out, in;
@@ -99,7 +103,7 @@ public class OperationPathBenchmark {
     public void open() throws java.io.IOException {
         if (provider.equals("noop")) {
             // No transport: the library's own cost. The "peer" region is one of ours, never touched.
-            client = Rdma.builder().provider("noop").ioThreads(Rdma.INLINE).build();
+            client = Rdma.builder().provider("noop").ioThreads(Rdma.INLINE).singleThreaded(single).build();
             out = client.allocate(8);
             in = client.allocate(8);
             target = client.allocate(64);
@@ -116,7 +120,7 @@ public class OperationPathBenchmark {
         InetAddress at = ip == null || ip.isEmpty() ? InetAddress.getLoopbackAddress() : InetAddress.getByName(ip);
         listener = server.listen(new InetSocketAddress(at, 0), config, accepted::set);
         client = builder(System.getProperty("jrdma.bench.clientDevice"))
-                .completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE).build();
+                .completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE).singleThreaded(single).build();
         out = client.allocate(8);
         in = client.allocate(8);
         connection = client.connect(listener.address());

@@ -54,7 +54,7 @@ final class JrdmaLoopback {
         // CPUs the client's copies need.
         try (Rdma rdma = Rdma.builder().provider(provider)
                 .completionMode(lat ? CompletionMode.POLLING : CompletionMode.ADAPTIVE)
-                .ioThreads(lat ? Rdma.INLINE : 1).build();
+                .ioThreads(lat ? Rdma.INLINE : 1).singleThreaded(lat).build();
              LocalRegion mine = rdma.allocate(lat ? 8 : size);
              LocalRegion out = rdma.allocate(8)) {
             AtomicReference<Connection> accepted = new AtomicReference<>();
@@ -96,9 +96,13 @@ final class JrdmaLoopback {
         return true;
     }
 
-    /** An Rdma whose one thread is the caller's (INLINE), spinning (POLLING): a latency loop's. */
+    /**
+     * An Rdma whose one thread is the caller's (INLINE), spinning (POLLING), and single-threaded
+     * (no lock on its operation path): a latency loop's.
+     */
     static Rdma inlinePolling(String provider) {
-        return Rdma.builder().provider(provider).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE).build();
+        return Rdma.builder().provider(provider).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE)
+                .singleThreaded(true).build();
     }
 
     /**

@@ -19,7 +19,7 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * The client end of {@code jrdma perf}: connects, then per size tells the server the test,
- * runs it and measures, polling on its own thread (INLINE, POLLING) as perftest does. Latency
+ * runs it and measures, polling on its own thread (INLINE, POLLING, single-threaded) as perftest does. Latency
  * tests time each operation (ping-pong tests a round trip, reported halved); bandwidth tests
  * keep {@code -t} operations in flight and time the lot. Before each size, untimed rounds run
  * until the figure settles with the JIT quiet ({@link WarmUp}): what is measured is the library's
@@ -57,7 +57,8 @@ final class PerfClient implements AutoCloseable {
     PerfClient(PerfOptions o, InetSocketAddress server, PrintStream progress) {
         this.options = o;
         this.progress = progress;
-        Rdma.Builder b = Rdma.builder().provider(o.provider()).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE);
+        Rdma.Builder b = Rdma.builder().provider(o.provider()).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE)
+                .singleThreaded(true);   // this thread builds, polls and posts: no lock on the operation path
         if (o.device() != null) {
             b.device(o.device());
         }

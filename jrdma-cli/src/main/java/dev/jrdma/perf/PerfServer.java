@@ -55,7 +55,8 @@ final class PerfServer implements AutoCloseable {
 
     PerfServer(PerfOptions o) {
         this.options = o;
-        Rdma.Builder b = Rdma.builder().provider(o.provider()).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE);
+        Rdma.Builder b = Rdma.builder().provider(o.provider()).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE)
+                .singleThreaded(true);   // this thread builds, polls and posts: no lock on the operation path
         if (o.device() != null) {
             b.device(o.device());
         }

@@ -58,6 +58,8 @@ public final class IoThread implements AutoCloseable {
     private final CompletionMode mode;
     private final Thread thread;
     private final boolean inline;
+    /** The only thread that may poll and post, when confined; else null. */
+    private final Thread owner;
     /**
      * Inline: the thread inside {@link #poll()} now; null when none. A plain field: only the
      * driver writes it, under {@link #inPass}, and a thread can only ever read itself here
@@ -120,11 +122,27 @@ public final class IoThread implements AutoCloseable {
 
     /** An IO "thread" without a thread: progress happens in {@link #poll()}, on the caller. */
     public static IoThread inline(String name, int[] eventFds, Runnable onEventFdsReadable) {
-        return new IoThread(name, CompletionMode.POLLING, eventFds, onEventFdsReadable, -1, true);
+        return new IoThread(name, CompletionMode.POLLING, eventFds, onEventFdsReadable, -1, true, null);
+    }
+
+    /**
+     * An inline IO "thread" that only {@code owner} drives, and on whose connections only
+     * {@code owner} posts ({@code Rdma.Builder.singleThreaded}): a pass takes no compare-and-set,
+     * and the operation path no lock. {@link #checkOwner} refuses every other thread.
+     */
+    public static IoThread confined(String name, int[] eventFds, Runnable onEventFdsReadable, Thread owner) {
+        return new IoThread(name, CompletionMode.POLLING, eventFds, onEventFdsReadable, -1, true,
+                java.util.Objects.requireNonNull(owner, "owner"));
     }
 
     private IoThread(String name, CompletionMode mode, int[] eventFds, Runnable onEventFdsReadable, int cpu, boolean inline) {
+        this(name, mode, eventFds, onEventFdsReadable, cpu, inline, null);
+    }
+
+    private IoThread(String name, CompletionMode mode, int[] eventFds, Runnable onEventFdsReadable, int cpu, boolean inline,
+                     Thread owner) {
         this.name = name;
+        this.owner = owner;
         this.mode = mode;
         this.eventFds = eventFds.clone();
         this.onEventFdsReadable = onEventFdsReadable;
@@ -179,26 +197,63 @@ public final class IoThread implements AutoCloseable {
             throw new IllegalStateException(name + " has its own thread: poll() is for the INLINE mode");
         }
         Thread me = Thread.currentThread();
-        if (driver == me || !IN_PASS.compareAndSet(this, 0, 1)) {
+        if (driver == me) {
+            return 0;   // from inside a pass (a callback): passes do not nest
+        }
+        if (owner != null) {
+            // Confined: nobody else polls, so the pass needs no compare-and-set.
+            if (me != owner) {
+                throw notOwner("poll", me);
+            }
+        } else if (!IN_PASS.compareAndSet(this, 0, 1)) {
             return 0;
         }
         driver = me;
         try {
-            int work = runTasks();
-            for (int i = 0; i < sources.size(); i++) {
-                work += sources.get(i).poll();
-            }
-            // As on a thread of its own: timers every 1024 idle passes, not a syscall per empty poll.
-            if (work == 0 && (++inlineIdlePasses & 1023) == 0) {
-                for (int i = 0; i < timers.size(); i++) {
-                    timers.get(i).getAsInt();
-                }
-            }
-            return work;
+            return pass();
         } finally {
             driver = null;
-            IN_PASS.setRelease(this, 0);
+            if (owner == null) {
+                IN_PASS.setRelease(this, 0);
+            }
         }
+    }
+
+    /** One inline pass: tasks, then every source, and the timers every 1024 idle passes. */
+    private int pass() {
+        int work = runTasks();
+        for (int i = 0; i < sources.size(); i++) {
+            work += sources.get(i).poll();
+        }
+        // As on a thread of its own: timers every 1024 idle passes, not a syscall per empty poll.
+        if (work == 0 && (++inlineIdlePasses & 1023) == 0) {
+            for (int i = 0; i < timers.size(); i++) {
+                timers.get(i).getAsInt();
+            }
+        }
+        return work;
+    }
+
+    /** Confined to one thread ({@link #confined}): its operation path takes no locks. */
+    public boolean isConfined() {
+        return owner != null;
+    }
+
+    /**
+     * Confined: throws unless the caller is the owner, naming {@code what} was called. A single-
+     * threaded instance called from another thread would otherwise race without a lock.
+     */
+    public void checkOwner(String what) {
+        Thread me = Thread.currentThread();
+        if (me != owner) {
+            throw notOwner(what, me);
+        }
+    }
+
+    private IllegalStateException notOwner(String what, Thread me) {
+        return new IllegalStateException(what + " from thread \"" + me.getName() + "\": this Rdma is single-threaded "
+                + "(Rdma.Builder.singleThreaded), and only its owner, thread \"" + owner.getName()
+                + "\", may poll, post and close messages on it");
     }
 
     /**
