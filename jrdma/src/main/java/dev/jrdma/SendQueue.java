@@ -82,6 +82,13 @@ final class SendQueue {
         life.checkUsable(op.label);
         if (confined) {
             io.checkOwner(op.label);
+            // Done during the call where the provider can (shm's mapped peer region): no slot, no
+            // hold (the region cannot be closed meanwhile: only this thread closes it), no report.
+            if (kind == SendOperation.ON_ERROR && (op == Operation.WRITE || op == Operation.READ)
+                    && qp.postNow(0, op.wire, 0, buf.address(), (int) buf.length(), buf.lkey(), remote.address(),
+                    remote.rkey()) == QueuePair.DONE) {
+                return;
+            }
         }
         RegionResources local = buf == null ? null : hold(op, buf);
         boolean posted = false;
@@ -312,8 +319,14 @@ final class SendQueue {
                          long compareAdd, long swap, int imm) {
         boolean silent = o.kind == SendOperation.ON_ERROR && unsignaledRun + 1 < signalEvery;
         slots.push(o);
-        int rc = qp.postSend(o.slot, opcode, silent ? 0 : QueuePair.SEND_SIGNALED, localAddr, length, lkey,
-                remote == null ? 0 : remote.address(), remote == null ? 0 : remote.rkey(), compareAdd, swap, imm);
+        int flags = silent ? 0 : QueuePair.SEND_SIGNALED;
+        int rc = confined && (o.op == Operation.WRITE || o.op == Operation.READ)
+                ? qp.postNow(o.slot, opcode, flags, localAddr, length, lkey, remote.address(), remote.rkey())
+                : QueuePair.NOT_NOW;
+        if (rc == QueuePair.NOT_NOW) {
+            rc = qp.postSend(o.slot, opcode, flags, localAddr, length, lkey, remote == null ? 0 : remote.address(),
+                    remote == null ? 0 : remote.rkey(), compareAdd, swap, imm);
+        }
         if (rc == QueuePair.DONE && silent) {
             // Carried out during the call (shm's direct path), and nothing will report it: it
             // gives its slot and its region back now, and needs no reclaiming signal or marker.

@@ -239,6 +239,94 @@ class SingleThreadedTest {
         }
     }
 
+    /** Counts completions and failures, each with what it was told. */
+    private static final class Told<V> implements java.nio.channels.CompletionHandler<V, Object> {
+        final AtomicInteger completed = new AtomicInteger(), failed = new AtomicInteger();
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+
+        @Override
+        public void completed(V v, Object a) {
+            completed.incrementAndGet();
+        }
+
+        @Override
+        public void failed(Throwable t, Object a) {
+            failure.compareAndSet(null, t);
+            failed.incrementAndGet();
+        }
+    }
+
+    /**
+     * On shm the owner's writes and reads are carried out during the call once the peer's region
+     * is mapped (QueuePair.postNow), with no lock, and still in RC's order: a write behind a
+     * writeWithImm, which goes through the stream and lands only when the server polls, waits
+     * for it. Were it done at once, the server would apply the older value over it, and the
+     * word would end up wrong. Both completion kinds; on tcp everything goes through the stream.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void theOwnersDirectWritesKeepTheirOrderBehindTheStream(String provider) throws Exception {
+        try (TestPair p = open(provider, ConnectionConfig.defaults())) {
+            Connection c = p.conn();
+            RemoteRegion word = p.remote().slice(0, 8);
+            LocalRegion first = p.client().allocate(8), then = p.client().allocate(8), in = p.client().allocate(8);
+            AtomicInteger notices = new AtomicInteger();
+            c.onReceive((conn, m) -> notices.incrementAndGet());   // the server answers each writeWithImm
+            c.writeSync(then, word);   // the first write maps the region (shm)
+            Told<Void> told = new Told<>();
+            int rounds = 200;
+            for (int i = 1; i <= rounds; i++) {
+                first.segment().set(ValueLayout.JAVA_LONG, 0, 2L * i);
+                then.segment().set(ValueLayout.JAVA_LONG, 0, 2L * i + 1);
+                c.writeWithImm(first, word, i, null, told);
+                if ((i & 1) == 0) {
+                    c.write(then, word, null, null, Completion.ON_ERROR);
+                } else {
+                    c.write(then, word, null, told);
+                }
+                c.readSync(word, in);
+                assertEquals(2L * i + 1, in.segment().get(ValueLayout.JAVA_LONG, 0), "round " + i + ": the read");
+                int want = i;
+                pollUntil(p, () -> notices.get() >= want);   // the server has applied the writeWithImm
+                assertEquals(2L * i + 1, p.exposed().segment().get(ValueLayout.JAVA_LONG, 0),
+                        "round " + i + ": the write behind the writeWithImm was overtaken by it");
+            }
+            pollUntil(p, () -> told.completed.get() == rounds + rounds / 2);
+            assertEquals(0, told.failed.get());
+        }
+    }
+
+    /**
+     * A wrong key on the owner's direct path is not carried out there: the request goes through
+     * the send queue, which reports it once (ON_ERROR and ALWAYS alike), and the connection
+     * holds the failure; a region of the peer that is not mapped yet goes the same way.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void aWrongKeyOnTheOwnersDirectPathIsReportedOnce(String provider) throws Exception {
+        for (Completion when : Completion.values()) {
+            try (TestPair p = open(provider, ConnectionConfig.defaults())) {
+                Connection c = p.conn();
+                RemoteRegion r = p.remote();
+                LocalRegion out = p.client().allocate(8);
+                out.segment().set(ValueLayout.JAVA_LONG, 0, 5);
+                c.writeSync(out, r.slice(0, 8));   // mapped (shm): the next write with its key would go directly
+                RemoteRegion wrongKey = RemoteRegion.of(r.address(), r.length(), r.rkey() ^ 0x5555);
+                Told<Void> told = new Told<>();
+                out.segment().set(ValueLayout.JAVA_LONG, 0, 6);
+                c.write(out, wrongKey.slice(0, 8), null, told, when);
+                pollUntil(p, () -> told.failed.get() + told.completed.get() > 0);
+                assertEquals(0, told.completed.get(), when + ": completed");
+                assertInstanceOf(dev.jrdma.exceptions.RemoteAccessException.class, told.failure.get(), when + ": "
+                        + told.failure.get());
+                assertTrue(c.failure() == told.failure.get(), when + ": the connection holds the failure");
+                assertEquals(5, p.exposed().segment().get(ValueLayout.JAVA_LONG, 0), when + ": nothing was written");
+                c.close();
+                assertEquals(1, told.failed.get(), when + ": told once");
+            }
+        }
+    }
+
     @Test
     void needsTheInlineMode() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,

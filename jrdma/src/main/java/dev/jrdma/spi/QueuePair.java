@@ -42,6 +42,23 @@ public interface QueuePair {
      */
     int DONE = -1;
 
+    /** What {@link #postNow} returns when it did nothing: the request is to go through {@link #postSend}. */
+    int NOT_NOW = -2;
+
+    /**
+     * An RDMA WRITE or READ carried out during the call, when the provider can do it at once and
+     * in order (shm: the peer's region is mapped here and nothing earlier of this queue pair is
+     * still on its way). Returns {@link #DONE} for an unsignaled one (nothing reports it), 0 for a
+     * signaled one (its completion comes as {@link #postSend}'s would), or {@link #NOT_NOW} when it
+     * did nothing, a failed check included: the request then goes through {@link #postSend},
+     * which reports what was wrong. Only from the one thread that both posts to this queue pair
+     * and polls its completion queue (a single-threaded owner): it takes no lock.
+     */
+    default int postNow(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
+                        int rkey) {
+        return NOT_NOW;
+    }
+
     /**
      * Posts one send-queue request with one scatter/gather entry ({@code length} 0: none).
      * {@code remoteAddr}/{@code rkey} for RDMA and atomics; {@code compareAdd}/{@code swap} for

@@ -217,6 +217,11 @@ final class TcpQueuePair implements QueuePair {
     }
 
     @Override
+    public int postNow(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr, int rkey) {
+        return requester.postNow(wrId, opcode, flags, localAddr, length, lkey, remoteAddr, rkey);
+    }
+
+    @Override
     public int chainCapacity() {
         return requester.chainCapacity();
     }

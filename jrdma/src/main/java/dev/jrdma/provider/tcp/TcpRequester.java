@@ -99,6 +99,43 @@ final class TcpRequester {
     }
 
 
+    /**
+     * {@link dev.jrdma.spi.QueuePair#postNow}: a WRITE or READ done directly on the peer's mapped
+     * region when nothing of ours is ahead of it in the stream (the condition of {@link #queue}'s
+     * direct path), without the transmit lock: the caller is the one thread that posts and runs
+     * progress, so nothing read here changes under it. A signaled one takes its entry, and
+     * {@link #completeReady} reports it.
+     */
+    int postNow(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr, int rkey) {
+        SameHostPeer peer = qp.sameHost;
+        long pos = sqTail + 1;
+        if (peer == null || length <= 0 || switching || sqBroken || sqHead < lastSocketPos || qp.state.inError()
+                || pos - sqHead > sqMask + 1 || pos - sqHead > qp.granted.sendDepth()
+                || (opcode != WR_RDMA_WRITE && opcode != WR_RDMA_READ)) {
+            return NOT_NOW;
+        }
+        SameHostPeer.PeerRegion m = peer.region(rkey);
+        if (m == null || qp.registrations.check(lkey, localAddr, length, localAccess(opcode), null) == null
+                || SameHostPeer.direct(m, opcode == WR_RDMA_WRITE ? WRITE : READ_REQUEST, localAddr, length,
+                remoteAddr, 0, 0) != 0) {
+            return NOT_NOW;
+        }
+        if ((flags & SEND_SIGNALED) == 0) {
+            return DONE;
+        }
+        int i = (int) (pos - 1) & sqMask;
+        sqWrId[i] = wrId;
+        sqOpcode[i] = (byte) opcode;
+        sqSignaled[i] = true;
+        sqLength[i] = length;
+        sqLocalError[i] = 0;
+        sqWire[i] = 0;
+        sqHeld[i] = false;
+        SQ_TAIL.setRelease(this, pos);
+        qp.cq.wakeIfAsleep();
+        return 0;
+    }
+
     int chainCapacity() {
         return sqMask + 1;
     }
