@@ -84,25 +84,33 @@ final class JrdmaLoopback {
 
     /**
      * Spins until the first 8 bytes of {@code mine} hold {@code value}, polling every
-     * {@code spinsPerPoll} (a power of 2) spins; false when the connection ended first. Where
-     * the peer's write lands without this side's CPU (1024 spins per poll: shm, verbs) each spin
-     * pauses, as the raw floor's loop does: a spin without it leaves the loop through a pipeline
-     * flush when the line changes, about 35 ns of every shm round trip here.
+     * {@code spinsPerPoll} (a power of 2) spins; false when the connection ended first.
      */
     static boolean awaitValue(Rdma rdma, Connection c, LocalRegion mine, long value, int spinsPerPoll) {
         MemorySegment m = mine.segment();
-        boolean pause = spinsPerPoll >= 1024;
         int spins = 0;
         while ((long) LONG.getVolatile(m, 0L) != value) {
-            if (pause) {
-                Thread.onSpinWait();
-            }
+            spinPause(spinsPerPoll);
             if ((++spins & (spinsPerPoll - 1)) == 0 && rdma.poll() == 0
                     && c.state() != dev.jrdma.ConnectionState.ESTABLISHED) {
                 return false;
             }
         }
         return true;
+    }
+
+    /**
+     * One spin of a loop that waits for the peer's write, polling every {@code spinsPerPoll}
+     * spins: where that write lands without this side's CPU ({@link #spinsPerPoll} 1024: shm,
+     * verbs) it pauses, as the raw floor's loop does. A spin without the pause leaves the loop
+     * through a pipeline flush when the line changes (about 35 ns of every shm round trip here),
+     * and on a CPU shared with the peer's it takes the cycles the peer's post needs. On tcp the
+     * poll reads the socket, so no pause delays it.
+     */
+    static void spinPause(int spinsPerPoll) {
+        if (spinsPerPoll >= 1024) {
+            Thread.onSpinWait();
+        }
     }
 
     /**

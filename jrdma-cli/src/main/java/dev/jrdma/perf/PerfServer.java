@@ -185,13 +185,21 @@ final class PerfServer implements AutoCloseable {
         int spinsPerPoll = JrdmaLoopback.spinsPerPoll(rdma.providerName());
         PerfClient.Counter<Void> done = new PerfClient.Counter<>();
         for (int i = 0; i < iterations; i++) {
-            byte m = mark(i);
-            awaitMark(c, size - 1, m, spinsPerPoll);
-            out.segment().set(ValueLayout.JAVA_BYTE, size - 1, m);
-            c.write(src, dst, null, done);
-            rdma.poll();
+            pong(c, src, dst, size - 1, mark(i), spinsPerPoll, done);
         }
         PerfClient.drain(rdma, c, done, iterations);
+    }
+
+    /**
+     * One round trip of write_lat: waits for mark {@code m}, writes it back. A method of its own,
+     * for the JIT (as PerfClient's LatencyStep): each run enters its loop afresh.
+     */
+    private void pong(Connection c, LocalRegion src, RemoteRegion dst, int at, byte m, int spinsPerPoll,
+                      PerfClient.Counter<Void> done) {
+        awaitMark(c, at, m, spinsPerPoll);
+        out.segment().set(ValueLayout.JAVA_BYTE, at, m);
+        c.write(src, dst, null, done);
+        rdma.poll();
     }
 
     private void awaitMark(Connection c, long at, byte m, int spinsPerPoll) {
@@ -199,6 +207,7 @@ final class PerfServer implements AutoCloseable {
         IdleDeadline idle = new IdleDeadline(PerfControl.TIMEOUT_NANOS);
         int spins = 0;
         while ((byte) ValueLayout.JAVA_BYTE.varHandle().getVolatile(seg, at) != m) {
+            JrdmaLoopback.spinPause(spinsPerPoll);
             if ((++spins & (spinsPerPoll - 1)) == 0 && rdma.poll() == 0 && (c.state() != ConnectionState.ESTABLISHED
                     || idle.expired())) {
                 throw new RdmaException("jrdma perf: write_lat: the client stopped (" + c.state() + ")");
