@@ -140,16 +140,9 @@ final class PerfClient implements AutoCloseable {
             c.onReceive((conn, m) -> replies.completed++);
         }
         Progress p = new Progress(test, size, n, shown);
-        // One clock read per iteration, as perftest takes one timestamp per iteration: an
-        // iteration's time runs from the previous one's end (a read costs a lot in the VM).
-        long t = System.nanoTime();
+        step.start(ns, p);
         for (int i = 0; i < n; i++) {
-            step.run(i, t);
-            long now = System.nanoTime();
-            long took = now - t;
-            t = now;
-            ns[i] = took;
-            p.tick(i);
+            step.timed(i);
         }
         if (test.pingPong()) {
             drain(rdma, c, done, n);   // their writes and sends were not waited for one by one
@@ -275,8 +268,30 @@ final class PerfClient implements AutoCloseable {
             this.postNs = postNs;
         }
 
+        private long[] ns;
+        private Progress progress;
+        private long t;
+
+        /** Before the first {@link #timed}: where the times go, and the progress line. */
+        void start(long[] ns, Progress progress) {
+            this.ns = ns;
+            this.progress = progress;
+            // One clock read per iteration, as perftest takes one timestamp per iteration: an
+            // iteration's time runs from the previous one's end (a read costs a lot in the VM).
+            this.t = System.nanoTime();
+        }
+
+        /** Iteration {@code i}, timed into {@code ns[i]}. */
+        void timed(int i) {
+            run(i, t);
+            long now = System.nanoTime();
+            ns[i] = now - t;
+            t = now;
+            progress.tick(i);
+        }
+
         /** Iteration {@code i}, begun at {@code t} (for {@code postNs}). */
-        void run(int i, long t) {
+        private void run(int i, long t) {
             switch (test) {
                 case WRITE_LAT -> {
                     byte m = PerfServer.mark(i);
