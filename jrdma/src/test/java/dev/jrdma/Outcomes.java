@@ -1,0 +1,62 @@
+package dev.jrdma;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.nio.channels.CompletionHandler;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+
+/**
+ * How operations numbered by their attachment (0..n-1) ended, for the fault tests: each must end
+ * exactly once. A first ending gives a permit back to {@link #window} (for posting with a bounded
+ * number in flight) and counts {@link #ended} down; a second is only counted, and
+ * {@link #expectEachEndedOnce} reports it.
+ */
+final class Outcomes {
+    final AtomicIntegerArray calls;
+    final Queue<Throwable> failures = new ConcurrentLinkedQueue<>();
+    final AtomicInteger succeeded = new AtomicInteger();
+    final Semaphore window;
+    final CountDownLatch ended;
+
+    Outcomes(int n, int window) {
+        this.calls = new AtomicIntegerArray(n);
+        this.ended = new CountDownLatch(n);
+        this.window = new Semaphore(window);
+    }
+
+    /** A handler for any operation's result type; the attachment is the operation's number. */
+    <V> CompletionHandler<V, Integer> handler() {
+        return new CompletionHandler<>() {
+            @Override
+            public void completed(V v, Integer i) {
+                succeeded.incrementAndGet();
+                end(i);
+            }
+
+            @Override
+            public void failed(Throwable e, Integer i) {
+                failures.add(e);
+                end(i);
+            }
+        };
+    }
+
+    private void end(int i) {
+        if (calls.incrementAndGet(i) == 1) {
+            window.release();
+            ended.countDown();
+        }
+    }
+
+    /** Operations 0..posted-1 each ended exactly once. */
+    void expectEachEndedOnce(int posted) {
+        for (int i = 0; i < posted; i++) {
+            assertEquals(1, calls.get(i), "operation " + i + " ended " + calls.get(i) + " times");
+        }
+    }
+}

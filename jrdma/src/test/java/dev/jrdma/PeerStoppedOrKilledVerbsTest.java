@@ -1,0 +1,213 @@
+package dev.jrdma;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import dev.jrdma.exceptions.ConnectionClosedException;
+import dev.jrdma.exceptions.RemoteAccessException;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A peer process stopped (SIGSTOP) or killed (SIGKILL) while operations stream to it, on real
+ * verbs: the peer ({@link FaultPeerMain}) is a server in a child JVM on rxe0, this JVM the client
+ * on rxe1.
+ *
+ * <p>What each must do differs, and is what RDMA promises. A stopped process's memory is still
+ * served by its NIC (here rxe in the kernel): one-sided operations go on completing, and sends
+ * are taken while the receives it posted last; after that the sender gets RNR NAKs and, its
+ * RNR retries spent, IBV_WC_RNR_RETRY_EXC_ERR. A killed process's QP is destroyed with it: every
+ * operation in flight ends, once, within the retry budget and a second, and the connection is
+ * over.
+ */
+@Tag("verbs")
+class PeerStoppedOrKilledVerbsTest {
+    private static final int RECEIVES = 8, WINDOW = 16;
+
+    /** The child, its output read on a thread of its own, and the region it exposes. */
+    private record Peer(Process process, RemoteRegion region, InetSocketAddress address) implements AutoCloseable {
+        static Peer start() throws Exception {
+            InetSocketAddress at = VerbsTestAddresses.nextServerAddress();
+            String java = ProcessHandle.current().info().command().orElseThrow();
+            Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
+                    VerbsTestAddresses.childClassPath(), FaultPeerMain.class.getName(), VerbsTestAddresses.serverDevice(),
+                    at.getAddress().getHostAddress(), String.valueOf(at.getPort()), String.valueOf(RECEIVES))
+                    .redirectErrorStream(true).start();
+            BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+            CompletableFuture<String> descriptor = CompletableFuture.supplyAsync(() -> {
+                StringBuilder seen = new StringBuilder();
+                String d = null;
+                try {
+                    for (String line; (line = out.readLine()) != null; ) {
+                        if (line.startsWith("descriptor ")) {
+                            d = line.substring("descriptor ".length());
+                        } else if (line.equals("ready") && d != null) {
+                            String found = d;
+                            Thread.ofVirtual().start(() -> drain(out));   // keep the pipe from filling
+                            return found;
+                        } else {
+                            seen.append(line).append('\n');
+                        }
+                    }
+                } catch (java.io.IOException e) {
+                    seen.append(e);
+                }
+                throw new IllegalStateException("the peer process ended before it was ready:\n" + seen);
+            });
+            try {
+                String hex = descriptor.get(120, TimeUnit.SECONDS);
+                return new Peer(p, RemoteRegion.fromDescriptor(HexFormat.of().parseHex(hex)), at);
+            } catch (Exception e) {
+                p.destroyForcibly();
+                throw e;
+            }
+        }
+
+        private static void drain(BufferedReader out) {
+            try {
+                while (out.readLine() != null) {
+                    // the peer's later output (JUL lines) is not looked at
+                }
+            } catch (java.io.IOException e) {
+                // the peer is gone
+            }
+        }
+
+        void signal(String name) throws Exception {
+            Netem.run("kill", "-" + name, String.valueOf(process.pid()));
+        }
+
+        @Override
+        public void close() throws Exception {
+            if (process.isAlive()) {
+                signal("CONT");
+                process.destroyForcibly();
+            }
+            process.waitFor(60, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void killedPeerEndsEveryOperationOnceWithinTheBudget() throws Exception {
+        ConnectionConfig config = ConnectionConfig.builder().ackTimeout(16).retryCount(2).build();
+        try (Peer peer = Peer.start();
+             Rdma rdma = Rdma.builder().provider("verbs").device(VerbsTestAddresses.clientDevice()).build()) {
+            Connection c = rdma.connect(peer.address(), config);
+            QueuePairInfo qp = c.queuePair();
+            Duration budget = qp.ackTimeoutDuration().multipliedBy(qp.retryCount() + 1L);
+            LocalRegion local = rdma.allocate(WINDOW * 4096L);
+            int max = 200_000;
+            Outcomes out = new Outcomes(max, WINDOW);
+            int posted = 0;
+            long killedAt = 0;
+            // A stream of reads, writes and adds, 16 in flight; the peer is killed once 200 have ended.
+            while (posted < max) {
+                if (!out.window.tryAcquire(60, TimeUnit.SECONDS)) {
+                    fail("no operation ended for 60 s; " + out.ended.getCount() + " outstanding of " + posted);
+                }
+                if (killedAt == 0 && out.succeeded.get() >= 200) {
+                    killedAt = System.nanoTime();
+                    peer.process().destroyForcibly();   // SIGKILL
+                }
+                if (c.state() != ConnectionState.ESTABLISHED) {
+                    out.window.release();
+                    break;
+                }
+                int i = posted++;
+                LocalRegion chunk = local.slice((i % WINDOW) * 4096L, 4096);
+                try {
+                    switch (i % 3) {
+                        case 0 -> c.read(peer.region().slice((i % 16) * 4096L, 4096), chunk, i, out.<Void>handler());
+                        case 1 -> c.write(chunk, peer.region().slice((i % 16) * 4096L, 4096), i, out.<Void>handler());
+                        default -> c.fetchAndAdd(peer.region().slice(8L * (i % 8), 8), 1, i, out.<Long>handler());
+                    }
+                } catch (ConnectionClosedException e) {   // the connection ended between the check and the post
+                    posted--;
+                    out.window.release();
+                    break;
+                }
+            }
+            assertTrue(killedAt != 0, "the peer was never killed: " + out.succeeded.get() + " operations succeeded");
+            for (int i = posted; i < max; i++) {
+                out.ended.countDown();   // never posted
+            }
+            long limit = budget.plusSeconds(1).toNanos();
+            assertTrue(out.ended.await(limit + TimeUnit.SECONDS.toNanos(60), TimeUnit.NANOSECONDS),
+                    out.ended.getCount() + " operations never ended after the peer was killed");
+            long took = System.nanoTime() - killedAt;
+            out.expectEachEndedOnce(posted);
+            assertTrue(took <= limit, "operations ended " + took / 1_000_000 + " ms after the kill; the budget is "
+                    + budget.toMillis() + " ms (+1 s)");
+            assertTrue(!out.failures.isEmpty(), "nothing failed after the kill");
+            for (Throwable e : out.failures) {
+                // The connection's end (ConnectionClosedException), or the dead process's registrations
+                // torn down before its QP, which then refuses their keys (as RdmaServingConformance saw).
+                if (!(e instanceof RemoteAccessException r && r.status().equals("IBV_WC_REM_ACCESS_ERR"))) {
+                    assertInstanceOf(ConnectionClosedException.class, e, "a failure after the kill: " + e);
+                }
+            }
+            assertNotEquals(ConnectionState.ESTABLISHED, c.state());
+            ExecutionException later = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                    () -> c.read(peer.region().slice(0, 64), local.slice(0, 64)).get(60, TimeUnit.SECONDS));
+            assertInstanceOf(ConnectionClosedException.class, later.getCause());
+            System.out.println("killed peer: " + posted + " posted, " + out.failures.size() + " failed within "
+                    + took / 1_000_000 + " ms (budget " + budget.toMillis() + " ms); first: " + out.failures.peek());
+        }
+    }
+
+    @Test
+    void stoppedPeerStillServesOneSidedOperationsAndItsSendsRunOutOfReceives() throws Exception {
+        // 0.64 ms a try (the peer's RNR delay), one retry: sends past its posted receives fail fast.
+        ConnectionConfig config = ConnectionConfig.builder().rnrRetry(1).build();
+        try (Peer peer = Peer.start();
+             Rdma rdma = Rdma.builder().provider("verbs").device(VerbsTestAddresses.clientDevice()).build()) {
+            Connection c = rdma.connect(peer.address(), config);
+            LocalRegion local = rdma.allocate(FaultPeerMain.REGION);
+            peer.signal("STOP");
+
+            // One-sided: the stopped process's memory is read, written and added to by its NIC.
+            c.readSync(peer.region(), local);
+            for (long p = 0; p < FaultPeerMain.REGION; p++) {
+                if (local.segment().get(ValueLayout.JAVA_BYTE, p) != FaultPeerMain.expected(p)) {
+                    fail("byte " + p + " of the stopped peer's region read wrong");
+                }
+            }
+            local.segment().fill((byte) 0x5a);
+            c.writeSync(local.slice(0, 4096), peer.region().slice(4096, 4096));
+            c.readSync(peer.region().slice(4096, 4096), local.slice(8192, 4096));
+            assertEquals(-1L, local.segment().asSlice(0, 4096).mismatch(local.segment().asSlice(8192, 4096)),
+                    "what was written to the stopped peer reads back");
+            long before = c.fetchAndAddSync(peer.region().slice(0, 8), 3);
+            assertEquals(before + 3, c.fetchAndAddSync(peer.region().slice(0, 8), 0));
+
+            // Two-sided: as many sends as it posted receives are taken; the next runs out of RNR retries.
+            int n = RECEIVES + 4;
+            Outcomes out = new Outcomes(n, n);
+            for (int i = 0; i < n; i++) {
+                c.send(local.slice(0, 64), i, out.<Void>handler());
+            }
+            assertTrue(out.ended.await(120, TimeUnit.SECONDS), out.ended.getCount() + " sends never ended");
+            out.expectEachEndedOnce(n);
+            assertEquals(RECEIVES, out.succeeded.get(), "sends taken by the stopped peer's posted receives");
+            assertTrue(out.failures.stream().anyMatch(e -> String.valueOf(e.getMessage()).contains("IBV_WC_RNR_RETRY_EXC_ERR")),
+                    "no send names the spent RNR retries: " + out.failures);
+            System.out.println("stopped peer: " + out.succeeded.get() + " sends taken, then " + out.failures.peek());
+            assertEquals(ConnectionState.ERROR, c.state());
+        }
+    }
+}
