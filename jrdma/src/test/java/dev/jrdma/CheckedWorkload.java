@@ -18,7 +18,7 @@ import java.util.function.BiConsumer;
 /**
  * A workload whose every byte and every completion is checked, for the fault tests: a client
  * connection writes, reads, sends and runs atomics against a server that exposes one region, with
- * up to {@value #WINDOW} operations in flight. The link under it may drop, reorder, duplicate and
+ * up to {@value #WINDOW} operations in flight (or as many as given). The link under it may drop, reorder, duplicate and
  * delay packets; what must hold anyway, and what {@link #run} checks:
  * <ul>
  * <li>every posted operation completes exactly once (a handler called twice, or never, is an
@@ -33,6 +33,7 @@ import java.util.function.BiConsumer;
  */
 final class CheckedWorkload implements AutoCloseable {
     static final int CHUNK = 4096, WRITES = 64, READS = 64, SENDS = 200, SEND_SIZE = 512, ADDS = 200, SWAPS = 50;
+    /** Operations in flight on one connection, by default. */
     static final int WINDOW = 16;
     /** Operations one {@link #run} posts. */
     static final int OPERATIONS = WRITES + READS + SENDS + ADDS + SWAPS;
@@ -40,10 +41,14 @@ final class CheckedWorkload implements AutoCloseable {
             SWAP_AT = ADD_AT + 8, EXPOSED = SWAP_AT + 8;
 
     private final Rdma server, client;
+    /** Whether {@link #close} closes the two Rdma instances (made here) or only what this made on them. */
+    private final boolean ownsRdma;
+    private final RdmaServer listener;
     private final LocalRegion exposed, local, sendBuffers;
     private final Connection conn;
     private final RemoteRegion remote;
     private final Inbox inbox = new Inbox();
+    private final int window;
 
     /** What one run did: operations and the seconds they took. */
     record Result(int operations, double seconds) {
@@ -52,16 +57,12 @@ final class CheckedWorkload implements AutoCloseable {
         }
     }
 
-    CheckedWorkload(Transport t, ConnectionConfig config) {
+    /** A server and a client Rdma of their own, and one connection between them. */
+    static CheckedWorkload open(Transport t, ConnectionConfig config) {
         Rdma s = t.server().build(), c = null;
         try {
             c = t.client().build();
-            exposed = s.allocate(EXPOSED);
-            RdmaServer listener = s.listen(t.nextServerAddress(), config, accepted -> accepted.onReceive(inbox));
-            local = c.allocate(Math.max(WRITES, READS) * (long) CHUNK);
-            sendBuffers = c.allocate((long) SENDS * SEND_SIZE);
-            conn = c.connect(listener.address(), config);
-            remote = RemoteRegion.fromDescriptor(exposed.toRemote().toDescriptor());
+            return new CheckedWorkload(s, c, true, t.nextServerAddress(), config, WINDOW);
         } catch (RuntimeException | Error e) {
             if (c != null) {
                 c.close();
@@ -69,8 +70,29 @@ final class CheckedWorkload implements AutoCloseable {
             s.close();
             throw e;
         }
-        server = s;
-        client = c;
+    }
+
+    /**
+     * One more connection between {@code server} (listening at {@code at}) and {@code client},
+     * which stay open after {@link #close}: many workloads can share them. {@code window}:
+     * operations in flight on it.
+     */
+    CheckedWorkload(Rdma server, Rdma client, java.net.InetSocketAddress at, ConnectionConfig config, int window) {
+        this(server, client, false, at, config, window);
+    }
+
+    private CheckedWorkload(Rdma server, Rdma client, boolean ownsRdma, java.net.InetSocketAddress at,
+                            ConnectionConfig config, int window) {
+        this.window = window;
+        this.server = server;
+        this.client = client;
+        this.ownsRdma = ownsRdma;
+        exposed = server.allocate(EXPOSED);
+        listener = server.listen(at, config, accepted -> accepted.onReceive(inbox));
+        local = client.allocate(Math.max(WRITES, READS) * (long) CHUNK);
+        sendBuffers = client.allocate((long) SENDS * SEND_SIZE);
+        conn = client.connect(listener.address(), config);
+        remote = RemoteRegion.fromDescriptor(exposed.toRemote().toDescriptor());
     }
 
     Connection connection() {
@@ -101,7 +123,7 @@ final class CheckedWorkload implements AutoCloseable {
 
         // Writes: the client's bytes land in the server's region.
         fill(local.segment(), WRITES * (long) CHUNK, seed);
-        Ledger<Void> writes = new Ledger<>("write", WRITES, null);
+        Ledger<Void> writes = new Ledger<>("write", WRITES, window, null);
         ledgers.add(writes);
         for (int i = 0; i < WRITES; i++) {
             writes.acquire(deadline);
@@ -113,7 +135,7 @@ final class CheckedWorkload implements AutoCloseable {
         // Reads: the server's bytes land in the client's region.
         fill(exposed.segment().asSlice(READ_AT, READS * (long) CHUNK), READS * (long) CHUNK, seed + 1);
         local.segment().fill((byte) 0);
-        Ledger<Void> reads = new Ledger<>("read", READS, null);
+        Ledger<Void> reads = new Ledger<>("read", READS, window, null);
         ledgers.add(reads);
         for (int i = 0; i < READS; i++) {
             reads.acquire(deadline);
@@ -124,7 +146,7 @@ final class CheckedWorkload implements AutoCloseable {
 
         // Sends: each message carries its sequence number and bytes derived from it.
         inbox.expect(seed, SENDS);
-        Ledger<Void> sends = new Ledger<>("send", SENDS, null);
+        Ledger<Void> sends = new Ledger<>("send", SENDS, window, null);
         ledgers.add(sends);
         for (int i = 0; i < SENDS; i++) {
             sends.acquire(deadline);
@@ -138,7 +160,7 @@ final class CheckedWorkload implements AutoCloseable {
         // Fetch-and-add: the prior values, together, are exactly 0..ADDS-1.
         BitSet seen = new BitSet(ADDS);
         Queue<String> repeats = new ConcurrentLinkedQueue<>();
-        Ledger<Long> adds = new Ledger<>("fetchAndAdd", ADDS, (i, prior) -> {
+        Ledger<Long> adds = new Ledger<>("fetchAndAdd", ADDS, window, (i, prior) -> {
             synchronized (seen) {
                 if (prior < 0 || prior >= ADDS || seen.get(prior.intValue())) {
                     repeats.add("fetchAndAdd #" + i + " saw " + prior);
@@ -159,7 +181,7 @@ final class CheckedWorkload implements AutoCloseable {
         check(word == ADDS, () -> "after " + ADDS + " fetch-and-adds of 1 the word is " + word);
 
         // Compare-and-swap, one at a time: each must find what the one before left.
-        Ledger<Long> swaps = new Ledger<>("compareAndSwap", SWAPS, (i, prior) -> {
+        Ledger<Long> swaps = new Ledger<>("compareAndSwap", SWAPS, window, (i, prior) -> {
             if (prior != (long) i) {
                 repeats.add("compareAndSwap #" + i + " found " + prior + ", not " + i);
             }
@@ -215,19 +237,22 @@ final class CheckedWorkload implements AutoCloseable {
         private final String what;
         private final AtomicIntegerArray calls;
         private final Queue<String> failures = new ConcurrentLinkedQueue<>();
-        private final Semaphore window = new Semaphore(WINDOW);
+        private final Semaphore window;
+        private final int inFlight;
         private final BiConsumer<Integer, V> onValue;
         private int done;   // operations that completed (first calls), under this
 
-        Ledger(String what, int n, BiConsumer<Integer, V> onValue) {
+        Ledger(String what, int n, int inFlight, BiConsumer<Integer, V> onValue) {
             this.what = what;
+            this.inFlight = inFlight;
+            this.window = new Semaphore(inFlight);
             this.calls = new AtomicIntegerArray(n);
             this.onValue = onValue;
         }
 
         void acquire(long deadline) throws InterruptedException {
             if (!window.tryAcquire(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                throw new AssertionError(what + ": " + WINDOW + " operations in flight did not complete in time; "
+                throw new AssertionError(what + ": " + inFlight + " operations in flight did not complete in time; "
                         + done() + " of " + calls.length() + " completed" + failuresText());
             }
         }
@@ -336,10 +361,18 @@ final class CheckedWorkload implements AutoCloseable {
 
     @Override
     public void close() {
-        try {
-            client.close();
-        } finally {
-            server.close();
+        if (ownsRdma) {
+            try {
+                client.close();
+            } finally {
+                server.close();
+            }
+            return;
+        }
+        conn.close();
+        listener.close();
+        for (LocalRegion r : new LocalRegion[] {local, sendBuffers, exposed}) {
+            r.close();
         }
     }
 }
