@@ -105,7 +105,11 @@ final class CompletionDispatch implements CompletionSink {
         } else {
             e = new WorkCompletionException(what, name);
         }
-        life.markError(e);
+        if (status == WorkCompletion.WR_FLUSH_ERR) {
+            life.markFlushed(e);   // no failure known yet: the one behind the flush may still complete
+        } else {
+            life.markError(e);
+        }
         return e;
     }
 

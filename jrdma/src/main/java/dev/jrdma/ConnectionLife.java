@@ -57,6 +57,13 @@ final class ConnectionLife {
     private Handshake pendingPeer = Handshake.UNKNOWN;
     private volatile ConnectionState state = ConnectionState.CONNECTING;
     private volatile RdmaException failure;
+    /**
+     * {@link #failure} is only a flushed request's (WR_FLUSH_ERR): the QP went to error for a
+     * reason not known yet. A completion queue does not order a QP's send and receive queues, so
+     * the receives' flushes can come before the failed request that caused them; the first real
+     * failure then takes the flush's place. Completing thread only.
+     */
+    private boolean failureIsFlush;
     private volatile Consumer<Connection> onDisconnect;
     /** What runs once when this connection is released (scoped exposures ending); any thread adds and removes. */
     private final Set<Runnable> releaseHooks = ConcurrentHashMap.newKeySet();
@@ -280,13 +287,29 @@ final class ConnectionLife {
 
     /** The first failure moves the connection to ERROR; the QP is in error already (the device did it). */
     void markError(RdmaException e) {
+        markError(e, false);
+    }
+
+    /**
+     * A request completed flushed while no failure was known: as {@link #markError}, but the
+     * flush stands as the connection's failure only until the failure behind it completes.
+     */
+    void markFlushed(RdmaException e) {
+        markError(e, true);
+    }
+
+    private void markError(RdmaException e, boolean flush) {
         if (failure == null) {
             failure = e;
+            failureIsFlush = flush;
             if (state == ConnectionState.ESTABLISHED) {
                 state = ConnectionState.ERROR;
             }
             LOG.log(System.Logger.Level.DEBUG, "connection to {0} in error: {1}", remoteAddress, e.getMessage());
             receives.failReceivers(e);
+        } else if (failureIsFlush && !flush) {
+            failure = e;
+            failureIsFlush = false;
         }
     }
 

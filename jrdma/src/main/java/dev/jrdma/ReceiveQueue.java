@@ -99,8 +99,11 @@ final class ReceiveQueue {
             }
         }
         if (status != WorkCompletion.SUCCESS) {
-            if (status != WorkCompletion.WR_FLUSH_ERR || life.failure() == null) {
+            if (status != WorkCompletion.WR_FLUSH_ERR) {
                 life.markError(new WorkCompletionException("receive on the connection to " + life.remoteAddress(),
+                        WorkCompletion.statusName(status)));
+            } else if (life.failure() == null) {   // flushed: the QP's failure is elsewhere, maybe still to come
+                life.markFlushed(new WorkCompletionException("receive on the connection to " + life.remoteAddress(),
                         WorkCompletion.statusName(status)));
             }
             return;

@@ -318,6 +318,24 @@ class ConnectionCoreTest {
     }
 
     @Test
+    void aFlushIsNotTheCauseWhenTheFailureBehindItCompletesAfterIt() throws Exception {
+        open();
+        Counting<Long> h = new Counting<>();
+        c.fetchAndAdd(remote, 1, 0, h);
+        c.fetchAndAdd(remote, 1, 1, h);
+        c.fetchAndAdd(remote, 1, 2, h);
+        qp.failAfterReceiveFlushes(qp.nextSend(), WorkCompletion.REM_ACCESS_ERR);
+        settle();
+        assertEquals(3, h.calls.get());
+        assertInstanceOf(RemoteAccessException.class, h.failures[0]);
+        for (int i = 1; i < 3; i++) {
+            assertSame(h.failures[0], h.failures[i].getCause(), "flushed because of the access error, not the receives' flush");
+        }
+        assertSame(h.failures[0], c.failure(), "the connection's failure is the access error");
+        assertEquals(ConnectionState.ERROR, c.state());
+    }
+
+    @Test
     void aPostTheDeviceRefusesGivesItsSlotBack() throws Exception {
         open();
         LocalRegion a = rdma.allocate(64);

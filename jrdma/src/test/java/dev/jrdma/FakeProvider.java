@@ -485,6 +485,19 @@ final class FakeProvider implements Provider {
             }
         }
 
+        /**
+         * Fails {@code p} with {@code status} as {@link #complete} does, but the flushes of the
+         * posted receives reach the completion queue first: a device's CQ does not order a QP's
+         * send and receive queues (seen on rxe).
+         */
+        synchronized void failAfterReceiveFlushes(Posted p, int status) {
+            for (PostedReceive r : outstandingReceives) {
+                cq.add(r.wrId(), WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
+            }
+            outstandingReceives.clear();
+            complete(p, status);   // p's own failure, then the rest of the sends flushed
+        }
+
         /** The unsignaled {@code p} succeeded: done, with no completion (as a device does). */
         synchronized void completeSilently(Posted p) {
             if (p.signaled() || !outstanding.remove(p)) {
