@@ -3,8 +3,10 @@ package dev.jrdma;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.nio.channels.CompletionHandler;
+import java.util.NavigableMap;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -19,6 +21,8 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 final class Outcomes {
     final AtomicIntegerArray calls;
     final Queue<Throwable> failures = new ConcurrentLinkedQueue<>();
+    /** The failed operations by number (the first failure of each). */
+    final NavigableMap<Integer, Throwable> failed = new ConcurrentSkipListMap<>();
     final AtomicInteger succeeded = new AtomicInteger();
     final Semaphore window;
     final CountDownLatch ended;
@@ -41,6 +45,7 @@ final class Outcomes {
             @Override
             public void failed(Throwable e, Integer i) {
                 failures.add(e);
+                failed.putIfAbsent(i, e);
                 end(i);
             }
         };
