@@ -25,8 +25,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * under the VM's emulated CPU is not steady; what holds whatever the timing, and is checked for
  * every rnrRetry from 0 to 6: the sends that succeeded are exactly the first k, the server
  * received exactly those k, once each and in order, every send ended once, and the one at k (if
- * any) names the spent RNR retries. With no retries (0) the storm cannot be ridden: a burst into
- * one receive always meets an RNR NAK. The report gives k, the time and rxe's RNR counters.
+ * any) names the spent RNR retries. No count is asserted to fail: rnrRetry 0 failed at the
+ * second send in one VM run and took all 10 000 in another (81 s, as long as the runs that
+ * retried). The report gives k, the time and rxe's RNR counters.
  */
 @Tag("verbs")
 class RnrStormVerbsTest {
@@ -101,9 +102,6 @@ class RnrStormVerbsTest {
                         fail("message " + i + " arrived as #" + received.get(i));
                     }
                 }
-            }
-            if (rnrRetry == 0) {
-                assertTrue(k < SENDS, "a burst into one receive with no RNR retry was taken whole");
             }
             RxeCounters d = RxeCounters.read(devices).since(before);
             REPORT.add(String.format(Locale.ROOT, "| %d | %d | %.1f | %d | %d |", rnrRetry, k, seconds,
