@@ -37,6 +37,11 @@ import java.util.function.Consumer;
  * {@link Completion#ON_ERROR} (the handler forms take it): that one reports only its failure,
  * which is never lost, and its success is told by the next operation that completes after it
  * (the send queue completes in order). See {@link Completion}.
+ *
+ * <p><b>Reconnecting.</b> A client connection whose config has a {@link ReconnectPolicy}
+ * connects again after it fails, and stays this same object: underneath, each connect is a new
+ * queue pair (a <i>life</i>), and this object forwards to the current one. Nothing is replayed.
+ * See {@link ConnectionConfig.Builder#reconnect(ReconnectPolicy, ConnectionListener)}.
  */
 public final class Connection implements AutoCloseable {
     private final Rdma rdma;
@@ -48,8 +53,26 @@ public final class Connection implements AutoCloseable {
     final ConnectionLife life;
     private final SendQueue sends;
     private final ReceiveQueue receives;
+    /**
+     * The object the application holds: this one, or for a life after a reconnect, the first
+     * life's. Callbacks and messages name it, not the life.
+     */
+    private final Connection handle;
+    /** On the handle: the current life, which operations go to (this one until a reconnect). */
+    private volatile Connection live = this;
+    /** On a handle with a reconnect policy: what connects again; null otherwise. */
+    final Reconnector reconnector;
+    /** On the handle: the application's callbacks, applied to every life. */
+    private volatile Consumer<Connection> onDisconnect;
+    private volatile BiConsumer<Connection, Message> onReceive;
 
     Connection(Rdma rdma, IoThread io, ConnectionConfig config, InetSocketAddress remoteAddress, RdmaServer server) {
+        this(rdma, io, config, remoteAddress, server, null);
+    }
+
+    /** A connection; a further life of {@code handle} when it is not null. */
+    Connection(Rdma rdma, IoThread io, ConnectionConfig config, InetSocketAddress remoteAddress, RdmaServer server,
+               Connection handle) {
         this.rdma = rdma;
         this.io = io;
         this.config = config;
@@ -59,12 +82,17 @@ public final class Connection implements AutoCloseable {
         this.sends = new SendQueue(life, config, io);
         this.receives = new ReceiveQueue(this, life, sends.postLock, config);
         life.parts(sends, receives, new CompletionDispatch(life, sends, receives, config));
+        this.handle = handle == null ? this : handle;
+        this.reconnector = handle == null && server == null && config.reconnect().reconnects()
+                ? new Reconnector(this, rdma, remoteAddress, config) : null;
     }
 
     // ---------------------------------------------------------------- information
 
+    /** The state; {@link ConnectionState#CONNECTING} also while a connection with a reconnect policy connects again. */
     public ConnectionState state() {
-        return life.state();
+        Reconnector r = reconnector;
+        return r != null && r.reconnecting() ? ConnectionState.CONNECTING : live.life.state();
     }
 
     public InetSocketAddress remoteAddress() {
@@ -77,7 +105,7 @@ public final class Connection implements AutoCloseable {
 
     /** The application bytes the peer sent with its request or accept (empty when none). */
     public byte[] peerPrivateData() {
-        return life.peer().data().clone();
+        return live.life.peer().data().clone();
     }
 
     /**
@@ -85,16 +113,17 @@ public final class Connection implements AutoCloseable {
      * unknown. More sends than this in flight at once can meet a receiver-not-ready wait.
      */
     public int peerReceiveQueueDepth() {
-        return life.peer().receiveDepth();
+        return live.life.peer().receiveDepth();
     }
 
     /** The largest message the peer receives, when it told us (a jrdma peer does); -1 when unknown. */
     public int peerReceiveBufferSize() {
-        return life.peer().receiveBufferSize();
+        return live.life.peer().receiveBufferSize();
     }
 
     /** The QP: number, state as the device reports it now, and what was negotiated. */
     public QueuePairInfo queuePair() {
+        ConnectionLife life = live.life;
         QueuePair q = life.queuePair();
         ConnectionState state = life.state();
         if (q == null) {
@@ -107,14 +136,17 @@ public final class Connection implements AutoCloseable {
                 g.retryCount(), g.rnrRetry(), closed ? -1 : q.queryAckTimeout(), closed ? -1 : q.queryMinRnrTimer());
     }
 
-    /** The first failure, once the connection is in ERROR or CLOSED; null before. */
+    /** The first failure, once the connection is in ERROR or CLOSED (or reconnecting: the failure behind it); null before. */
     public RdmaException failure() {
-        return life.failure();
+        return live.life.failure();
     }
 
-    /** Called (on the IO thread) when the connection goes down for any reason after being established. */
+    /**
+     * Called (on the IO thread) when the connection goes down for any reason after being
+     * established; with a reconnect policy, each time it goes down.
+     */
     public Connection onDisconnect(Consumer<Connection> callback) {
-        life.onDisconnect(callback);
+        onDisconnect = callback;
         return this;
     }
 
@@ -169,13 +201,14 @@ public final class Connection implements AutoCloseable {
      * callback away, and messages that arrive from then on go to {@link #receive()} again.
      */
     public Connection onReceive(BiConsumer<Connection, Message> callback) {
-        receives.onReceive(callback);
+        onReceive = callback;
+        live.receives.onReceive(callback);
         return this;
     }
 
     /** The next received message; close it to give its buffer back. */
     public CompletableFuture<Message> receive() {
-        return receives.receive();
+        return live.receives.receive();
     }
 
     // ---------------------------------------------------------------- regions
@@ -483,7 +516,7 @@ public final class Connection implements AutoCloseable {
     }
 
     void submit(Batch b, BatchCompletion bc) {
-        sends.submit(b, bc);
+        live.sends.submit(b, bc);
     }
 
     // ---------------------------------------------------------------- posting: one record per operation
@@ -493,7 +526,7 @@ public final class Connection implements AutoCloseable {
                                             long c, long d) {
         CompletableFuture<T> f = new CompletableFuture<>();
         try {
-            sends.post(op, buf, remote, imm, a, b, c, d, op.atomic ? SendOperation.LONG_FUTURE : SendOperation.VOID_FUTURE,
+            live.sends.post(op, buf, remote, imm, a, b, c, d, op.atomic ? SendOperation.LONG_FUTURE : SendOperation.VOID_FUTURE,
                     f, null);
         } catch (RuntimeException e) {
             f.completeExceptionally(e);
@@ -516,7 +549,7 @@ public final class Connection implements AutoCloseable {
         }
         byte kind = onError ? SendOperation.ON_ERROR : op.atomic ? SendOperation.LONG_HANDLER : SendOperation.VOID_HANDLER;
         try {
-            sends.post(op, buf, remote, imm, a, b, c, d, kind, handler, attachment);
+            live.sends.post(op, buf, remote, imm, a, b, c, d, kind, handler, attachment);
         } catch (RuntimeException e) {
             if (handler == null) {
                 throw e;   // bad input, and nobody else to tell
@@ -534,7 +567,7 @@ public final class Connection implements AutoCloseable {
             throw new NullPointerException(op.label + ": the handler");   // the message built only then: this is the hot path
         }
         try {
-            sends.post(op, null, remote, 0, a, b, c, d, SendOperation.PRIMITIVE_HANDLER, handler, attachment);
+            live.sends.post(op, null, remote, 0, a, b, c, d, SendOperation.PRIMITIVE_HANDLER, handler, attachment);
         } catch (RuntimeException e) {
             handler.failed(e, attachment);
         }
@@ -542,20 +575,44 @@ public final class Connection implements AutoCloseable {
 
     /** Posts {@code op} and waits for it in the caller; returns an atomic's prior value. */
     private long sync(Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b, long c, long d) {
-        SyncWaiter w = SyncWaiter.forThisThread(io);
+        Connection l = live;
+        SyncWaiter w = SyncWaiter.forThisThread(l.io);
         try {
-            sends.post(op, buf, remote, imm, a, b, c, d, SendOperation.LONG_HANDLER, w, null);
+            l.sends.post(op, buf, remote, imm, a, b, c, d, SendOperation.LONG_HANDLER, w, null);
         } catch (RuntimeException e) {
             w.reset();
             throw e;
         }
-        return w.await(this);
+        return w.await(l);
     }
 
     // ---------------------------------------------------------------- for the rest of the library
 
     Rdma rdma() {
         return rdma;
+    }
+
+    /** The object the application holds (this, or the first life of a reconnecting connection). */
+    Connection handle() {
+        return handle;
+    }
+
+    Consumer<Connection> disconnectCallback() {
+        return handle.onDisconnect;
+    }
+
+    /** On the handle: {@code next}, established, takes over (the application's receive callback first). */
+    void adopt(Connection next) {
+        BiConsumer<Connection, Message> cb = onReceive;
+        if (cb != null) {
+            next.receives.onReceive(cb);
+        }
+        live = next;
+    }
+
+    /** On the handle: the current life. */
+    Connection live() {
+        return live;
     }
 
     void repost(int buffer) {
@@ -568,6 +625,7 @@ public final class Connection implements AutoCloseable {
 
     /** The queue pair of this established connection, for a registration scoped to it; {@code op} names the call. */
     QueuePair establishedQueuePair(String op) {
+        ConnectionLife life = live.life;
         ConnectionState s = life.state();   // read first: it is written after qp
         QueuePair q = life.queuePair();
         if (s != ConnectionState.ESTABLISHED || q == null) {
@@ -578,17 +636,17 @@ public final class Connection implements AutoCloseable {
 
     /** Runs {@code r} once this connection is released (at once, here, if it is already). */
     void addReleaseHook(Runnable r) {
-        life.addReleaseHook(r);
+        live.life.addReleaseHook(r);
     }
 
     /** {@code r} is not to run any more (what it would end ended otherwise). */
     void removeReleaseHook(Runnable r) {
-        life.removeReleaseHook(r);
+        live.life.removeReleaseHook(r);
     }
 
     /** Release hooks waiting: for tests. */
     int releaseHookCount() {
-        return life.releaseHookCount();
+        return live.life.releaseHookCount();
     }
 
     // ---------------------------------------------------------------- closing
@@ -603,7 +661,11 @@ public final class Connection implements AutoCloseable {
      */
     @Override
     public void close() {
-        life.close();
+        Reconnector r = reconnector;
+        if (r != null) {
+            r.stop();
+        }
+        live.life.close();
     }
 
     /**
@@ -611,11 +673,15 @@ public final class Connection implements AutoCloseable {
      * released (everything outstanding completed, everything freed). For closing many at once.
      */
     public CompletableFuture<Void> closeAsync() {
-        return life.closeAsync();
+        Reconnector r = reconnector;
+        if (r != null) {
+            r.stop();
+        }
+        return live.life.closeAsync();
     }
 
     @Override
     public String toString() {
-        return "Connection[" + remoteAddress + ", " + life.state() + "]";
+        return "Connection[" + remoteAddress + ", " + state() + "]";
     }
 }

@@ -29,6 +29,8 @@ public final class ConnectionConfig {
     private final int minRnrTimer;
     private final byte[] privateData;
     private final byte[] authToken;
+    private final ReconnectPolicy reconnect;
+    private final ConnectionListener listener;
 
     private ConnectionConfig(Builder b) {
         sendQueueDepth = b.sendQueueDepth;
@@ -43,6 +45,8 @@ public final class ConnectionConfig {
         minRnrTimer = b.minRnrTimer;
         privateData = b.privateData.clone();
         authToken = b.authToken.clone();
+        reconnect = b.reconnect;
+        listener = b.listener;
     }
 
     private static final ConnectionConfig DEFAULTS = builder().build();
@@ -70,6 +74,8 @@ public final class ConnectionConfig {
         b.minRnrTimer = minRnrTimer;
         b.privateData = privateData.clone();
         b.authToken = authToken.clone();
+        b.reconnect = reconnect;
+        b.listener = listener;
         return b;
     }
 
@@ -148,6 +154,16 @@ public final class ConnectionConfig {
         return authToken.clone();
     }
 
+    /** Whether and how a client connection connects again after it failed; {@link ReconnectPolicy#NEVER} by default. */
+    public ReconnectPolicy reconnect() {
+        return reconnect;
+    }
+
+    /** Who hears of failures and reconnects; {@link ConnectionListener#NONE} by default. */
+    public ConnectionListener listener() {
+        return listener;
+    }
+
     byte[] privateDataRef() {
         return privateData;
     }
@@ -194,7 +210,8 @@ public final class ConnectionConfig {
                 + ", rnrRetry=" + rnrRetry + ", ackTimeout=" + (ackTimeout < 0 ? "cm" : ackTimeout)
                 + ", minRnrTimer=" + (minRnrTimer < 0 ? "cm" : minRnrTimer) + ", privateData="
                 + privateData.length + " bytes, authToken="
-                + (authToken.length == 0 ? "none" : authToken.length + " bytes") + "]";
+                + (authToken.length == 0 ? "none" : authToken.length + " bytes")
+                + (reconnect.reconnects() ? ", reconnect=" + reconnect : "") + "]";
     }
 
     /** Values are range-checked as they are set; {@link #build()} checks what depends on several. */
@@ -211,6 +228,8 @@ public final class ConnectionConfig {
         private int minRnrTimer = -1;
         private byte[] privateData = new byte[0];
         private byte[] authToken = new byte[0];
+        private ReconnectPolicy reconnect = ReconnectPolicy.NEVER;
+        private ConnectionListener listener = ConnectionListener.NONE;
 
         private Builder() {
         }
@@ -294,6 +313,30 @@ public final class ConnectionConfig {
 
         public Builder authToken(byte[] token) {
             authToken = Objects.requireNonNull(token, "authToken").clone();
+            return this;
+        }
+
+        /**
+         * After the connection fails (the peer leaves, the link or an operation fails), connect
+         * again to the same address with this config, as {@code policy} says. For client
+         * connections ({@code Rdma.connect}); a server's accepted connections do not reconnect,
+         * their client does. The first connect is not retried: it fails as without a policy.
+         *
+         * <p>The {@link Connection} stays the same object: while it is down operations fail at
+         * once with a {@code ConnectionClosedException} and its state is
+         * {@link ConnectionState#CONNECTING}; once connected again they run on the new queue pair.
+         * Nothing is replayed: what was outstanding at the failure failed, each exactly once.
+         * Remote descriptors the peer sent stay usable if the peer kept those regions (a peer
+         * that restarted has new ones). Closing the connection stops the reconnecting.
+         */
+        public Builder reconnect(ReconnectPolicy policy) {
+            return reconnect(policy, listener);
+        }
+
+        /** {@link #reconnect(ReconnectPolicy)}, telling {@code listener} of each failure, attempt, reconnect and the end. */
+        public Builder reconnect(ReconnectPolicy policy, ConnectionListener listener) {
+            this.reconnect = Objects.requireNonNull(policy, "policy");
+            this.listener = Objects.requireNonNull(listener, "listener");
             return this;
         }
 

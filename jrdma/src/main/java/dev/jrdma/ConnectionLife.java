@@ -64,7 +64,6 @@ final class ConnectionLife {
      * failure then takes the flush's place. Completing thread only.
      */
     private boolean failureIsFlush;
-    private volatile Consumer<Connection> onDisconnect;
     /** What runs once when this connection is released (scoped exposures ending); any thread adds and removes. */
     private final Set<Runnable> releaseHooks = ConcurrentHashMap.newKeySet();
 
@@ -243,6 +242,10 @@ final class ConnectionLife {
         return failure;
     }
 
+    boolean isReleased() {
+        return released.isDone();
+    }
+
     Handshake peer() {
         return peer;
     }
@@ -261,10 +264,6 @@ final class ConnectionLife {
 
     long nanoTime() {
         return clock.getAsLong();
-    }
-
-    void onDisconnect(Consumer<Connection> callback) {
-        onDisconnect = callback;
     }
 
     void checkUsable(String op) {
@@ -302,11 +301,16 @@ final class ConnectionLife {
         if (failure == null) {
             failure = e;
             failureIsFlush = flush;
-            if (state == ConnectionState.ESTABLISHED) {
+            boolean wasUp = state == ConnectionState.ESTABLISHED;
+            if (wasUp) {
                 state = ConnectionState.ERROR;
             }
             LOG.log(System.Logger.Level.DEBUG, "connection to {0} in error: {1}", remoteAddress, e.getMessage());
             receives.failReceivers(e);
+            Reconnector r = connection.handle().reconnector;
+            if (wasUp && r != null) {
+                r.lifeFailed(connection);   // it tears this life down, then connects again
+            }
         } else if (failureIsFlush && !flush) {
             failure = e;
             failureIsFlush = false;
@@ -411,13 +415,18 @@ final class ConnectionLife {
         }
         released.complete(null);
         runReleaseHooks();
-        Consumer<Connection> cb = onDisconnect;
-        if (cb != null && connected.isDone() && !connected.isCompletedExceptionally()) {
+        boolean wasUp = connected.isDone() && !connected.isCompletedExceptionally();
+        Consumer<Connection> cb = connection.disconnectCallback();
+        if (cb != null && wasUp) {
             try {
-                cb.accept(connection);
+                cb.accept(connection.handle());
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "onDisconnect callback threw", e);
             }
+        }
+        Reconnector r = connection.handle().reconnector;
+        if (r != null && wasUp) {
+            r.lifeReleased(connection, failure);
         }
     }
 

@@ -52,7 +52,7 @@ public final class Message implements AutoCloseable {
     }
 
     public Connection connection() {
-        return connection;
+        return connection.handle();
     }
 
     /**

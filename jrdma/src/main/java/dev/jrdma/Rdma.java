@@ -533,11 +533,16 @@ public final class Rdma implements AutoCloseable {
 
     /** Starts connecting; the future completes when the connection is established, or fails with why not. */
     public CompletableFuture<Connection> connectAsync(InetSocketAddress address, ConnectionConfig config) {
+        return connectLife(address, config, null);
+    }
+
+    /** Connects; for a reconnect, the new connection is a further life of {@code handle}. */
+    CompletableFuture<Connection> connectLife(InetSocketAddress address, ConnectionConfig config, Connection handle) {
         checkOpen();
         Objects.requireNonNull(address, "address");
         config.validateFor(device.capabilities(), device.name());
         IoThread t = pickIo();
-        Connection c = new Connection(this, t, config, address, null);
+        Connection c = new Connection(this, t, config, address, null, handle);
         connections.add(c);
         int timeoutMs = (int) config.timeout().toMillis();
         io[0].execute(() -> c.life.connect(device, channels[indexOf(t)], cm));
@@ -608,7 +613,7 @@ public final class Rdma implements AutoCloseable {
         Consumer<DeviceEvent> l = onDeviceEvent;
         if (l != null) {
             try {
-                l.accept(new DeviceEvent(device.name(), type, fatal, port, qpNum, c));
+                l.accept(new DeviceEvent(device.name(), type, fatal, port, qpNum, c == null ? null : c.handle()));
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "the device event listener threw", e);
             }
@@ -688,6 +693,10 @@ public final class Rdma implements AutoCloseable {
                 c.io.execute(c.life::peerDisconnected);
             }
         }
+    }
+
+    boolean isClosed() {
+        return closed;
     }
 
     private void checkOpen() {

@@ -122,7 +122,7 @@ final class ReceiveQueue {
         BiConsumer<Connection, Message> cb = onReceive;
         if (cb != null) {
             try (m) {
-                cb.accept(connection, m);
+                cb.accept(connection.handle(), m);
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "onReceive callback of the connection to " + life.remoteAddress()
                         + " threw", e);

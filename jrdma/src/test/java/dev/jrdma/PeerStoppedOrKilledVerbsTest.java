@@ -9,13 +9,9 @@ import static org.junit.jupiter.api.Assertions.fail;
 import dev.jrdma.exceptions.ConnectionClosedException;
 import dev.jrdma.exceptions.RemoteAccessException;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.HexFormat;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -39,73 +35,10 @@ import org.junit.jupiter.api.Test;
 class PeerStoppedOrKilledVerbsTest {
     private static final int RECEIVES = 8, WINDOW = 16;
 
-    /** The child, its output read on a thread of its own, and the region it exposes. */
-    private record Peer(Process process, RemoteRegion region, InetSocketAddress address) implements AutoCloseable {
-        static Peer start() throws Exception {
-            InetSocketAddress at = VerbsTestAddresses.nextServerAddress();
-            String java = ProcessHandle.current().info().command().orElseThrow();
-            Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
-                    VerbsTestAddresses.childClassPath(), FaultPeerMain.class.getName(), VerbsTestAddresses.serverDevice(),
-                    at.getAddress().getHostAddress(), String.valueOf(at.getPort()), String.valueOf(RECEIVES))
-                    .redirectErrorStream(true).start();
-            BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-            CompletableFuture<String> descriptor = CompletableFuture.supplyAsync(() -> {
-                StringBuilder seen = new StringBuilder();
-                String d = null;
-                try {
-                    for (String line; (line = out.readLine()) != null; ) {
-                        if (line.startsWith("descriptor ")) {
-                            d = line.substring("descriptor ".length());
-                        } else if (line.equals("ready") && d != null) {
-                            String found = d;
-                            Thread.ofVirtual().start(() -> drain(out));   // keep the pipe from filling
-                            return found;
-                        } else {
-                            seen.append(line).append('\n');
-                        }
-                    }
-                } catch (java.io.IOException e) {
-                    seen.append(e);
-                }
-                throw new IllegalStateException("the peer process ended before it was ready:\n" + seen);
-            });
-            try {
-                String hex = descriptor.get(120, TimeUnit.SECONDS);
-                return new Peer(p, RemoteRegion.fromDescriptor(HexFormat.of().parseHex(hex)), at);
-            } catch (Exception e) {
-                p.destroyForcibly();
-                throw e;
-            }
-        }
-
-        private static void drain(BufferedReader out) {
-            try {
-                while (out.readLine() != null) {
-                    // the peer's later output (JUL lines) is not looked at
-                }
-            } catch (java.io.IOException e) {
-                // the peer is gone
-            }
-        }
-
-        void signal(String name) throws Exception {
-            Netem.run("kill", "-" + name, String.valueOf(process.pid()));
-        }
-
-        @Override
-        public void close() throws Exception {
-            if (process.isAlive()) {
-                signal("CONT");
-                process.destroyForcibly();
-            }
-            process.waitFor(60, TimeUnit.SECONDS);
-        }
-    }
-
     @Test
     void killedPeerEndsEveryOperationOnceWithinTheBudget() throws Exception {
         ConnectionConfig config = ConnectionConfig.builder().ackTimeout(16).retryCount(2).build();
-        try (Peer peer = Peer.start();
+        try (PeerProcess peer = PeerProcess.start(Transport.verbs(), VerbsTestAddresses.nextServerAddress(), RECEIVES);
              Rdma rdma = Rdma.builder().provider("verbs").device(VerbsTestAddresses.clientDevice()).build()) {
             Connection c = rdma.connect(peer.address(), config);
             QueuePairInfo qp = c.queuePair();
@@ -174,7 +107,7 @@ class PeerStoppedOrKilledVerbsTest {
     void stoppedPeerStillServesOneSidedOperationsAndItsSendsRunOutOfReceives() throws Exception {
         // 0.64 ms a try (the peer's RNR delay), one retry: sends past its posted receives fail fast.
         ConnectionConfig config = ConnectionConfig.builder().rnrRetry(1).build();
-        try (Peer peer = Peer.start();
+        try (PeerProcess peer = PeerProcess.start(Transport.verbs(), VerbsTestAddresses.nextServerAddress(), RECEIVES);
              Rdma rdma = Rdma.builder().provider("verbs").device(VerbsTestAddresses.clientDevice()).build()) {
             Connection c = rdma.connect(peer.address(), config);
             LocalRegion local = rdma.allocate(FaultPeerMain.REGION);

@@ -1,0 +1,38 @@
+package dev.jrdma;
+
+import dev.jrdma.exceptions.RdmaException;
+
+import java.time.Duration;
+
+/**
+ * What a client connection with a {@link ReconnectPolicy} tells about its life (see
+ * {@link ConnectionConfig.Builder#reconnect(ReconnectPolicy, ConnectionListener)}). Each event
+ * names the {@link Connection} the application holds, which stays the same object across
+ * reconnects. Called on a jrdma thread (an IO thread or the reconnect timer): do not block in it.
+ * A listener that throws is logged and otherwise ignored.
+ *
+ * <p>Nothing is replayed: the operations outstanding at a failure failed, each exactly once, before
+ * {@link #failed} is called, and the application decides what to send again after
+ * {@link #connected}.
+ */
+public interface ConnectionListener {
+    /** Established again, on attempt {@code attempt} (from 1) after a failure. */
+    default void connected(Connection connection, int attempt) {
+    }
+
+    /** The connection failed (the peer left, the link or an operation failed); {@code cause} says why. */
+    default void failed(Connection connection, RdmaException cause) {
+    }
+
+    /** Attempt {@code attempt} (from 1) starts after {@code delay}; operations meanwhile fail at once. */
+    default void reconnecting(Connection connection, int attempt, Duration delay) {
+    }
+
+    /** The policy's attempts or time are used up (or the Rdma closed); {@code lastCause} is the last attempt's failure. */
+    default void gaveUp(Connection connection, RdmaException lastCause) {
+    }
+
+    /** A listener that hears nothing. */
+    ConnectionListener NONE = new ConnectionListener() {
+    };
+}
