@@ -131,9 +131,12 @@ public final class Connection implements AutoCloseable {
         }
         QueuePairSpec g = q.granted();
         boolean closed = state == ConnectionState.CLOSED;
+        // What the device applies, where it says (verbs): rdma_cm may have set other values than asked.
+        int retry = closed ? -1 : q.queryRetryCount(), rnr = closed ? -1 : q.queryRnrRetry();
         return new QueuePairInfo(q.qpNum(), QueuePair.stateName(closed ? QueuePair.STATE_ERR : q.queryState()),
                 g.sendDepth(), g.recvDepth(), g.maxInlineData(), g.initiatorDepth(), g.responderResources(),
-                g.retryCount(), g.rnrRetry(), closed ? -1 : q.queryAckTimeout(), closed ? -1 : q.queryMinRnrTimer());
+                retry >= 0 ? retry : g.retryCount(), rnr >= 0 ? rnr : g.rnrRetry(), closed ? -1 : q.queryAckTimeout(),
+                closed ? -1 : q.queryMinRnrTimer());
     }
 
     /** The first failure, once the connection is in ERROR or CLOSED (or reconnecting: the failure behind it); null before. */

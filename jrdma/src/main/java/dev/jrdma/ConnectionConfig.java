@@ -109,12 +109,26 @@ public final class ConnectionConfig {
         return timeout;
     }
 
-    /** Transport retries before an operation fails with IBV_WC_RETRY_EXC_ERR (0-7). Default 7. */
+    /**
+     * Transport retries before an operation fails with IBV_WC_RETRY_EXC_ERR (0-7). Default 7.
+     *
+     * <p>On verbs, rdma_cm (IB CM) carries it in the connection request, and both ends' queue
+     * pairs take the <i>client's</i> value: a server's setting is not applied. The value each
+     * QP applies is in {@link Connection#queuePair()}.
+     */
     public int retryCount() {
         return retryCount;
     }
 
-    /** Receiver-not-ready retries (0-6). Default 6. 7 means "forever" and is refused. */
+    /**
+     * Receiver-not-ready retries (0-6). Default 6. 7 means "forever" and is refused.
+     *
+     * <p>On verbs this is how patient the <i>peer</i> must be with this side: rdma_cm (IB CM)
+     * carries it in the request and in the reply, and each end's QP applies the value the other
+     * end sent (the receiver says how long senders retry into its empty receive queue). So the
+     * client's own sends retry as often as the server's config says, and the server's as the
+     * client's says. The value each QP applies is in {@link Connection#queuePair()}.
+     */
     public int rnrRetry() {
         return rnrRetry;
     }

@@ -8,6 +8,11 @@ import java.time.Duration;
  *
  * @param rdAtomicOut RDMA reads/atomics we may have outstanding at the peer (initiator depth)
  * @param rdAtomicIn  ... the peer may have outstanding at us (responder resources)
+ * @param retryCount  transport retries this QP applies to its requests, as the device reports
+ *                    them (verbs; rdma_cm may have set another value than this side asked, see
+ *                    {@link ConnectionConfig#retryCount()}), or as configured (tcp, shm)
+ * @param rnrRetry    receiver-not-ready retries this QP applies to its sends, likewise (see
+ *                    {@link ConnectionConfig#rnrRetry()})
  * @param ackTimeout  the local ack timeout exponent as the device reports it: a request not
  *                    acknowledged within 4.096 µs × 2<sup>n</sup> is sent again (0: never). -1
  *                    where the transport has no such setting (tcp, shm) or the QP is gone.

@@ -304,4 +304,109 @@ class LinkFaultsVerbsTest {
             }
         }
     }
+
+    /**
+     * The issue's case 3 with a real link down (the client's veth end, {@code ip link set down}),
+     * past the retry budget: every operation in flight fails once within the budget and a
+     * second, naming the exhausted retries; the port-down and then, with the link up again, the
+     * port-up events reach the device-event listener; and the connection, made with a reconnect
+     * policy, is the same object working again after the link came back: the checked workload
+     * passes on it.
+     */
+    @Test
+    @Order(9)
+    void linkDownPastTheBudgetTellsThePortEventsAndTheConnectionComesBackAfterIt() throws Exception {
+        java.util.concurrent.LinkedBlockingQueue<DeviceEvent> ports = new java.util.concurrent.LinkedBlockingQueue<>();
+        java.util.concurrent.LinkedBlockingQueue<String> life = new java.util.concurrent.LinkedBlockingQueue<>();
+        ConnectionListener listener = new ConnectionListener() {
+            @Override
+            public void failed(Connection c, dev.jrdma.exceptions.RdmaException cause) {
+                life.add("failed");
+            }
+
+            @Override
+            public void connected(Connection c, int attempt) {
+                life.add("connected");
+            }
+
+            @Override
+            public void gaveUp(Connection c, dev.jrdma.exceptions.RdmaException last) {
+                life.add("gave up: " + last);
+            }
+        };
+        ConnectionConfig config = ConnectionConfig.builder().ackTimeout(16).retryCount(2)
+                .reconnect(ReconnectPolicy.backoff(Duration.ofMillis(200), Duration.ofSeconds(2))
+                        .withGiveUpAfter(Duration.ofMinutes(5)), listener).build();
+        String clientNetdev = Netem.netdevs().get(1), clientDevice = VerbsTestAddresses.clientDevice();
+        try (Rdma server = Transport.verbs().server().onDeviceEvent(e -> record(ports, e)).build();
+             Rdma client = Transport.verbs().client().onDeviceEvent(e -> record(ports, e)).build();
+             CheckedWorkload w = new CheckedWorkload(server, client, VerbsTestAddresses.nextServerAddress(), config,
+                     CheckedWorkload.WINDOW)) {
+            w.run(++seed, BOUND);
+            Connection c = w.connection();
+            QueuePairInfo qp = c.queuePair();
+            Duration budget = qp.ackTimeoutDuration().multipliedBy(qp.retryCount() + 1L);
+            int n = 12;
+            Outcomes out = new Outcomes(n, n);
+            long began;
+            try {
+                Netem.link(clientNetdev, false);
+                began = System.nanoTime();
+                for (int i = 0; i < n; i++) {
+                    LocalRegion chunk = w.local().slice(i * 64L, 64);
+                    switch (i % 3) {
+                        case 0 -> c.write(chunk, w.remote().slice(i * 64L, 64), i, out.<Void>handler());
+                        case 1 -> c.read(w.remote().slice(i * 64L, 64), chunk, i, out.<Void>handler());
+                        default -> c.send(chunk, i, out.<Void>handler());
+                    }
+                }
+                long limit = budget.plusSeconds(1).toNanos();
+                assertTrue(out.ended.await(limit + TimeUnit.SECONDS.toNanos(60), TimeUnit.NANOSECONDS),
+                        out.ended.getCount() + " of " + n + " operations never ended with the link down");
+                long took = System.nanoTime() - began;
+                assertTrue(took <= limit, "the operations took " + took / 1_000_000 + " ms to fail; the budget is "
+                        + budget.toMillis() + " ms (+1 s)");
+                out.expectEachEndedOnce(n);
+                assertEquals(0, out.succeeded.get(), "operations succeeded through a link that is down");
+                assertTrue(out.failures.stream().anyMatch(e -> String.valueOf(e.getMessage()).contains("IBV_WC_RETRY_EXC_ERR")),
+                        "no failure names the exhausted retries: " + out.failures.stream().limit(3).toList());
+                assertEquals("failed", life.poll(60, TimeUnit.SECONDS));
+                DeviceEvent down = awaitPort(ports, clientDevice, "IBV_EVENT_PORT_ERR");
+                assertEquals(ConnectionState.CONNECTING, c.state(), "reconnecting while the link is down");
+            } finally {
+                Netem.link(clientNetdev, true);
+                Netem.restoreRoutes();
+            }
+            awaitPort(ports, clientDevice, "IBV_EVENT_PORT_ACTIVE");
+            String back = life.poll(120, TimeUnit.SECONDS);
+            assertEquals("connected", back, "the connection after the link came back");
+            w.run(++seed, BOUND);   // the same Connection object, on its new queue pair: every byte checked
+            REPORT.add(String.format(Locale.ROOT, "| link down for good (budget %d ms) | - | - | - | - | - | - | all %d "
+                    + "failed in %d ms; port down and up told; reconnected and checked |", budget.toMillis(), n,
+                    (System.nanoTime() - began) / 1_000_000));
+        } finally {
+            Netem.link(clientNetdev, true);
+            Netem.restoreRoutes();
+        }
+    }
+
+    /** The next event of {@code type} for {@code device} (the other device's are passed over), within 60 s. */
+    private static DeviceEvent awaitPort(java.util.concurrent.BlockingQueue<DeviceEvent> ports, String device, String type)
+            throws InterruptedException {
+        List<DeviceEvent> other = new ArrayList<>();
+        for (DeviceEvent e; (e = ports.poll(60, TimeUnit.SECONDS)) != null; ) {
+            if (e.device().equals(device) && e.type().equals(type)) {
+                return e;
+            }
+            other.add(e);
+        }
+        return org.junit.jupiter.api.Assertions.fail("no " + type + " for " + device + " within 60 s; other port events: " + other);
+    }
+
+    /** Port events only (a QP's own events are the connection's business). */
+    private static void record(java.util.concurrent.BlockingQueue<DeviceEvent> ports, DeviceEvent e) {
+        if (e.type().startsWith("IBV_EVENT_PORT")) {
+            ports.add(e);
+        }
+    }
 }

@@ -30,11 +30,14 @@ import java.util.zip.CRC32;
  * write to it; the writer writes with WRITE_WITH_IMM and the kind DATA, whose arrival tells the
  * receiver its block is in place (RC: every write posted before it has landed). The second
  * phase of the sequential all-to-all uses READY2 and DATA2; a barrier is one BARRIER each way.
+ * SYNC is the first message on every group connection, each way: its 8-byte payload is the number
+ * of collectives the sender has started, so that a member that joins again after a restart
+ * numbers its collectives on from where the others are.
  */
 final class GroupWireDescriptor {
     static final int HELLO_BYTES = 16;
     static final int MAGIC = 0x4A524731;   // "JRG1"
-    static final int READY = 1, DATA = 2, READY2 = 3, DATA2 = 4, BARRIER = 5;
+    static final int READY = 1, DATA = 2, READY2 = 3, DATA2 = 4, BARRIER = 5, SYNC = 6;
     static final int SEQ_MASK = 0xFFFFFF;
 
     private GroupWireDescriptor() {
@@ -88,6 +91,7 @@ final class GroupWireDescriptor {
             case READY2 -> "READY2";
             case DATA2 -> "DATA2";
             case BARRIER -> "BARRIER";
+            case SYNC -> "SYNC";
             default -> "kind " + kind;
         };
     }

@@ -5,6 +5,7 @@ import static dev.jrdma.collective.GroupWireDescriptor.DATA;
 import static dev.jrdma.collective.GroupWireDescriptor.DATA2;
 import static dev.jrdma.collective.GroupWireDescriptor.READY;
 import static dev.jrdma.collective.GroupWireDescriptor.READY2;
+import static dev.jrdma.collective.GroupWireDescriptor.SYNC;
 import static dev.jrdma.collective.GroupWireDescriptor.imm;
 
 import dev.jrdma.ConnectionState;
@@ -51,6 +52,15 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * naming its rank. A group that saw a failure is broken: later collectives fail at once, and
  * {@link #close()} is what is left to do.
  *
+ * <p><b>Rejoining.</b> With a {@link GroupConfig#rejoinTimeout()}, a member whose connection is
+ * lost (its process died or restarted) may come back: a process calls {@link #join} with the
+ * same member list and the lost rank, the others take its connections again (the higher ranks
+ * connect to it again, the lower ones accept it), and it numbers its collectives on from where
+ * the others are. The collective running at the loss fails on the others, naming the rank; the
+ * ones called while it is away wait for it (within the collective time-out) and then run with
+ * it; nothing is replayed. Failures do not break such a group; a member that does not come back
+ * within the rejoin time-out does.
+ *
  * <p>The {@code Rdma} must have an IO thread (not {@code ioThreads(Rdma.INLINE)}): collectives
  * proceed in completion callbacks while the caller waits. Several members may share one
  * {@code Rdma} (each listens on its own address).
@@ -63,7 +73,7 @@ public final class PeerGroup implements AutoCloseable {
     private final int rank, size, groupId;
     private final GroupConfig config;
     private final AtomicReferenceArray<Connection> peers;
-    private final PeerInbox[] inbox;
+    private final AtomicReferenceArray<PeerInbox> inbox;
     private final List<CompletableFuture<Connection>> joined = new ArrayList<>();
     private final List<CompletableFuture<Connection>> connecting = new ArrayList<>();
     /** Per lower rank, why the last connect to it did not make the connection (for the join's failure). */
@@ -74,6 +84,16 @@ public final class PeerGroup implements AutoCloseable {
     private final Object lock = new Object();
     private CompletableFuture<Void> tail = CompletableFuture.completedFuture(null);
     private long collectives;
+    /** The number of the last collective this member started (or failed at once); what SYNC tells a member. */
+    private volatile long started;
+    /** The connections' config with the group's hello, for the connects of forming and of rejoins. */
+    private ConnectionConfig mine;
+    /** Ranks whose connection was lost once: their next registration is a rejoin. */
+    private final boolean[] lostOnce;
+    /** Per rank, how often it was lost: a rejoin deadline is about one loss, not a later one. */
+    private final int[] losses;
+    /** Complete while every member is connected; a new one is made when one is lost (rejoining groups). */
+    private volatile CompletableFuture<Void> whole = CompletableFuture.completedFuture(null);
     private volatile CollectiveException broken;
     private volatile boolean closed;
 
@@ -85,10 +105,12 @@ public final class PeerGroup implements AutoCloseable {
         this.config = config;
         this.groupId = GroupWireDescriptor.groupId(this.members);
         this.peers = new AtomicReferenceArray<>(size);
-        this.inbox = new PeerInbox[size];
+        this.inbox = new AtomicReferenceArray<>(size);
+        this.lostOnce = new boolean[size];
+        this.losses = new int[size];
         this.lastAnswer = new java.util.concurrent.atomic.AtomicReferenceArray<>(size);
         for (int i = 0; i < size; i++) {
-            inbox[i] = new PeerInbox();
+            inbox.set(i, new PeerInbox());
             joined.add(new CompletableFuture<>());
         }
         joined.get(rank).complete(null);
@@ -187,7 +209,7 @@ public final class PeerGroup implements AutoCloseable {
 
     private CompletableFuture<PeerGroup> form() {
         long deadline = System.nanoTime() + config.joinTimeout().toNanos();
-        ConnectionConfig mine = config.connection().toBuilder()
+        mine = config.connection().toBuilder()
                 .privateData(GroupWireDescriptor.hello(groupId, rank, size)).build();
         try {
             if (rank < size - 1) {
@@ -202,6 +224,7 @@ public final class PeerGroup implements AutoCloseable {
         }
         CompletableFuture<PeerGroup> done = new CompletableFuture<>();
         CompletableFuture.allOf(joined.toArray(CompletableFuture[]::new))
+                .thenCompose(v -> synced())
                 .orTimeout(config.joinTimeout().toNanos(), TimeUnit.NANOSECONDS)
                 .whenComplete((v, e) -> {
                     if (e == null) {
@@ -213,6 +236,33 @@ public final class PeerGroup implements AutoCloseable {
                     done.completeExceptionally(why);
                 });
         return done;
+    }
+
+    /**
+     * Every other member's SYNC: this member's collectives go on from the highest number the
+     * others started (0 in a group forming for the first time; a member rejoining after a
+     * restart learns where the rest of the group is).
+     */
+    private CompletableFuture<Void> synced() {
+        List<CompletableFuture<byte[]>> syncs = new ArrayList<>();
+        for (int p : others()) {
+            syncs.add(inbox.get(p).expect(imm(SYNC, 0)));
+        }
+        return all(syncs).thenRun(() -> {
+            long highest = 0;
+            for (CompletableFuture<byte[]> f : syncs) {
+                byte[] b = f.join();
+                if (b.length == Long.BYTES) {
+                    highest = Math.max(highest, java.nio.ByteBuffer.wrap(b).getLong());
+                }
+            }
+            synchronized (lock) {
+                if (highest > collectives) {
+                    collectives = highest;
+                    started = highest;
+                }
+            }
+        });
     }
 
     private CollectiveException joinFailure(Throwable e) {
@@ -236,7 +286,7 @@ public final class PeerGroup implements AutoCloseable {
 
     /** Connects to lower rank {@code j}, again every so often while it does not listen yet. */
     private void connect(int j, ConnectionConfig mine, long deadline, int attempt) {
-        if (closed || joined.get(j).isDone()) {
+        if (closed || peers.get(j) != null) {
             return;
         }
         CompletableFuture<Connection> f;
@@ -309,15 +359,31 @@ public final class PeerGroup implements AutoCloseable {
 
     /** The one way a connection becomes member {@code r}'s: a second one for the same rank, or one for a closed group, is closed. */
     private void register(int r, Connection c) {
+        if (config.rejoins()) {
+            awayIfDown(r);   // the member is back before its old connection's end was told
+        }
+        boolean rejoin;
         synchronized (joined) {
             if (closed || peers.get(r) != null) {
                 c.close();
                 return;
             }
+            rejoin = lostOnce[r];
+            if (rejoin) {
+                inbox.set(r, new PeerInbox());   // the lost one failed every wait; the member starts afresh
+            }
             peers.set(r, c);
         }
         c.onReceive((conn, m) -> arrived(r, m));
         c.onDisconnect(conn -> lost(r, conn));
+        // First on every connection: how many collectives this member started (read before the
+        // mesh is whole again, which may start the next one).
+        control(r, imm(SYNC, 0), java.nio.ByteBuffer.allocate(Long.BYTES).putLong(started).array());
+        if (rejoin) {
+            inbox.get(r).expect(imm(SYNC, 0));   // its count is for itself: ours goes on
+            LOG.log(System.Logger.Level.INFO, "PeerGroup rank {0}: rank {1} ({2}) joined again", rank, r, members.get(r));
+            completeIfWhole();
+        }
         joined.get(r).complete(c);   // outside the lock: it runs what waits for the mesh
         if (c.state() != ConnectionState.ESTABLISHED) {
             lost(r, c);   // it went down before onDisconnect was set: nobody else would say so
@@ -333,15 +399,97 @@ public final class PeerGroup implements AutoCloseable {
             return;
         }
         int kind = GroupWireDescriptor.kind(imm.getAsInt());
-        byte[] payload = kind == READY || kind == READY2
+        byte[] payload = kind == READY || kind == READY2 || kind == SYNC
                 ? m.data().asSlice(0, m.byteCount()).toArray(ValueLayout.JAVA_BYTE) : null;
-        inbox[r].deliver(imm.getAsInt(), payload);
+        inbox.get(r).deliver(imm.getAsInt(), payload);
     }
 
     private void lost(int r, Connection c) {
         RdmaException why = c.failure();
-        inbox[r].lose(new CollectiveException(r, "rank " + r + " (" + members.get(r) + ") is gone: its connection is "
-                + c.state() + (why != null ? " (" + why.getMessage() + ")" : ""), why));
+        CollectiveException gone = new CollectiveException(r, "rank " + r + " (" + members.get(r) + ") is gone: its connection is "
+                + c.state() + (why != null ? " (" + why.getMessage() + ")" : ""), why);
+        if (!config.rejoins() || closed) {
+            inbox.get(r).lose(gone);
+            return;
+        }
+        int loss;
+        synchronized (joined) {
+            if (closed || peers.get(r) != c) {
+                return;   // an old connection of a member that is away already, or back on a new one
+            }
+            // Away before the waits fail: a collective called on their failure waits for the member.
+            peers.set(r, null);
+            lostOnce[r] = true;
+            loss = ++losses[r];
+            if (whole.isDone()) {
+                whole = new CompletableFuture<>();
+            }
+        }
+        inbox.get(r).lose(gone);
+        long deadline = System.nanoTime() + config.rejoinTimeout().toNanos();
+        LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: lost rank {1} ({2}); waiting up to {3} ms for it to join again",
+                rank, r, members.get(r), config.rejoinTimeout().toMillis());
+        if (r < rank) {
+            connect(r, mine, deadline, 0);   // the lower rank listens again once it is back
+        }
+        CompletableFuture.delayedExecutor(config.rejoinTimeout().toNanos(), TimeUnit.NANOSECONDS).execute(() -> {
+            CollectiveException never;
+            synchronized (joined) {
+                if (closed || peers.get(r) != null || broken != null || losses[r] != loss) {
+                    return;
+                }
+                never = new CollectiveException(r, "rank " + r + " (" + members.get(r) + ") did not join again within "
+                        + config.rejoinTimeout().toMillis() + " ms", why);
+                broken = never;
+            }
+            whole.completeExceptionally(never);
+        });
+    }
+
+    /**
+     * A rejoining group: member {@code r}'s connection, if it is not established any more, is
+     * closed and the member counted away now, not when its disconnect is told (a connection in
+     * ERROR is not released until it is closed, and one whose peer vanished hears no disconnect).
+     */
+    private void awayIfDown(int r) {
+        Connection old = peers.get(r);
+        if (old != null && old.state() != ConnectionState.ESTABLISHED) {
+            old.closeAsync();
+            lost(r, old);
+        }
+    }
+
+    /** A rejoining group: once no member is missing, the collectives that wait for the mesh go on. */
+    private void completeIfWhole() {
+        CompletableFuture<Void> w;
+        synchronized (joined) {
+            for (int i = 0; i < size; i++) {
+                if (i != rank && peers.get(i) == null) {
+                    return;
+                }
+            }
+            w = whole;
+        }
+        w.complete(null);
+    }
+
+    /** Member {@code p}'s connection, for a step of a collective; a member away (lost, not back yet) fails it, naming it. */
+    private Connection peer(int p) {
+        Connection c = peers.get(p);
+        if (c == null) {
+            throw new CollectiveException(p, "rank " + p + " (" + members.get(p) + ") is away: its connection was lost", null);
+        }
+        return c;
+    }
+
+    /** The lowest rank missing from the mesh now, or -1. */
+    private int firstMissing() {
+        for (int i = 0; i < size; i++) {
+            if (i != rank && peers.get(i) == null) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     // ---------------------------------------------------------------- who
@@ -356,7 +504,7 @@ public final class PeerGroup implements AutoCloseable {
         return size;
     }
 
-    /** The connection to member {@code r} (rdma_lib's peer index), for operations of one's own. */
+    /** The connection to member {@code r} (rdma_lib's peer index), for operations of one's own; null while a lost member is away. */
     public Connection connection(int r) {
         checkRank("connection", r);
         if (r == rank) {
@@ -504,7 +652,7 @@ public final class PeerGroup implements AutoCloseable {
         return run("barrier", run -> {
             List<CompletableFuture<?>> steps = new ArrayList<>();
             for (int p : others()) {
-                steps.add(run.track(p, inbox[p].expect(imm(BARRIER, run.seq))));
+                steps.add(run.track(p, inbox.get(p).expect(imm(BARRIER, run.seq))));
                 steps.add(run.track(p, control(p, imm(BARRIER, run.seq), null)));
             }
             return all(steps);
@@ -558,13 +706,13 @@ public final class PeerGroup implements AutoCloseable {
      */
     private CompletableFuture<Void> serveColumn(CollectiveRun run, int p, LocalRegion send, LocalRegion staging, LocalRegion column,
                                                 long row, int blockSize) {
-        return run.track(p, inbox[p].expect(imm(READY2, run.seq))).thenCompose(d -> {
+        return run.track(p, inbox.get(p).expect(imm(READY2, run.seq))).thenCompose(d -> {
             RemoteRegion target = remote(run, p, d, 0, size * (long) blockSize);
             copy(send, p * (long) blockSize, column, 0, blockSize);
             for (int i = 1; i < size; i++) {
                 copy(staging, i * row + p * (long) blockSize, column, i * (long) blockSize, blockSize);
             }
-            return run.track(p, peers.get(p).writeWithImm(column, target.slice(0, column.length()), imm(DATA2, run.seq)));
+            return run.track(p, peer(p).writeWithImm(column, target.slice(0, column.length()), imm(DATA2, run.seq)));
         });
     }
 
@@ -574,15 +722,15 @@ public final class PeerGroup implements AutoCloseable {
     private CompletableFuture<Void> receiveFrom(CollectiveRun run, int p, LocalRegion recv, int ready, int data) {
         byte[] d = recv.toRemote(Access.REMOTE_WRITE).toDescriptor();
         CompletableFuture<Void> told = run.track(p, control(p, imm(ready, run.seq), d));
-        CompletableFuture<byte[]> came = run.track(p, inbox[p].expect(imm(data, run.seq)));
+        CompletableFuture<byte[]> came = run.track(p, inbox.get(p).expect(imm(data, run.seq)));
         return told.thenCombine(came, (a, b) -> null);
     }
 
     /** Waits for member {@code p}'s region, then writes {@code src} at {@code offset} of it with the arrival signal. */
     private CompletableFuture<Void> writeTo(CollectiveRun run, int p, LocalRegion src, long offset, int ready, int data) {
-        return run.track(p, inbox[p].expect(imm(ready, run.seq))).thenCompose(d -> {
+        return run.track(p, inbox.get(p).expect(imm(ready, run.seq))).thenCompose(d -> {
             RemoteRegion target = remote(run, p, d, offset, src.length());
-            return run.track(p, peers.get(p).writeWithImm(src, target.slice(offset, src.length()), imm(data, run.seq)));
+            return run.track(p, peer(p).writeWithImm(src, target.slice(offset, src.length()), imm(data, run.seq)));
         });
     }
 
@@ -610,7 +758,7 @@ public final class PeerGroup implements AutoCloseable {
         }
         CompletableFuture<Void> sent;
         try {
-            sent = peers.get(p).sendWithImm(immediate, buf);
+            sent = peer(p).sendWithImm(immediate, buf);
         } catch (RuntimeException e) {
             buf.close();
             return CompletableFuture.failedFuture(e);
@@ -664,6 +812,30 @@ public final class PeerGroup implements AutoCloseable {
     }
 
     private CompletableFuture<Void> start(String name, long number, java.util.function.Function<CollectiveRun, CompletableFuture<Void>> body) {
+        if (config.rejoins() && !closed) {
+            for (int i = 0; i < size; i++) {
+                if (i != rank) {
+                    awayIfDown(i);
+                }
+            }
+        }
+        CompletableFuture<Void> w = whole;
+        if (!w.isDone() && broken == null && !closed) {
+            // A member is away (rejoining group): wait for it, within the collective's time.
+            return w.orTimeout(config.collectiveTimeout().toNanos(), TimeUnit.NANOSECONDS).handle((v, e) -> e)
+                    .thenCompose(e -> {
+                        if (e == null || broken != null || closed) {
+                            return start(name, number, body);
+                        }
+                        started = number;
+                        int missing = firstMissing();
+                        return CompletableFuture.failedFuture(new CollectiveException(missing, name + " #" + number
+                                + ": rank " + missing + (missing < 0 ? "" : " (" + members.get(missing) + ")")
+                                + " has not joined again within the collective time-out of "
+                                + config.collectiveTimeout().toMillis() + " ms", null));
+                    });
+        }
+        started = number;
         CollectiveException b = broken;
         if (b != null || closed) {
             return CompletableFuture.failedFuture(new CollectiveException(b == null ? -1 : b.rank(), name + " #" + number
@@ -677,8 +849,17 @@ public final class PeerGroup implements AutoCloseable {
             run.fail(e instanceof CollectiveException ce ? ce.rank() : -1, e);
         }
         return run.result.whenComplete((v, e) -> {
-            if (e != null && broken == null) {
+            if (e != null && broken == null && !config.rejoins()) {
                 broken = e instanceof CollectiveException ce ? ce : new CollectiveException(-1, e.getMessage(), e);
+            }
+            if (e != null && config.rejoins()) {
+                // The member the failure names, if its connection is down: away now, so that it
+                // may join again before the next collective looks.
+                Throwable c = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+                int r = c instanceof CollectiveException ce ? ce.rank() : -1;
+                if (r >= 0 && r < size && r != rank) {
+                    awayIfDown(r);
+                }
             }
         });
     }
@@ -734,9 +915,10 @@ public final class PeerGroup implements AutoCloseable {
             }
         }
         CollectiveException why = new CollectiveException(-1, "the group of rank " + rank + " was closed", null);
-        for (PeerInbox i : inbox) {
-            i.lose(why);
+        for (int i = 0; i < size; i++) {
+            inbox.get(i).lose(why);
         }
+        whole.completeExceptionally(why);
         synchronized (connecting) {
             for (CompletableFuture<Connection> f : connecting) {
                 f.thenAccept(Connection::close);

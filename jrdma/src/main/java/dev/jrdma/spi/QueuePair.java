@@ -105,6 +105,19 @@ public interface QueuePair {
         return -1;
     }
 
+    /**
+     * The transport retry count and the RNR retry count the QP applies to its own requests, as the
+     * device reports them, or -1 (software providers). Under rdma_cm they need not be this side's
+     * config: see {@link dev.jrdma.ConnectionConfig#rnrRetry()}.
+     */
+    default int queryRetryCount() {
+        return -1;
+    }
+
+    default int queryRnrRetry() {
+        return -1;
+    }
+
     /** The QP's minimum RNR timer (IB encoding) as the device reports it, or -1 (software providers). */
     default int queryMinRnrTimer() {
         return -1;

@@ -455,7 +455,7 @@ abstract class PeerGroupConformance {
         List<InetSocketAddress> members = List.of(address(0), address(1), address(2));
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
                 "--enable-native-access=ALL-UNNAMED", "-cp", childClassPath(), GroupMemberMain.class.getName(),
-                provider(), childDevice(), String.valueOf(child)));
+                provider(), childDevice(), String.valueOf(child), "wait"));
         members.forEach(a -> cmd.add(a.getAddress().getHostAddress() + ":" + a.getPort()));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         try {
@@ -505,6 +505,122 @@ abstract class PeerGroupConformance {
         }
     }
 
+    /** A member process of {@link GroupMemberMain}; its output lines go to {@code lines}. */
+    private Process member(int rank, String mode, List<InetSocketAddress> members,
+                           java.util.concurrent.BlockingQueue<String> lines) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", childClassPath(), GroupMemberMain.class.getName(),
+                provider(), childDevice(), String.valueOf(rank), mode));
+        members.forEach(a -> cmd.add(a.getAddress().getHostAddress() + ":" + a.getPort()));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        Thread.ofVirtual().start(() -> {
+            try (java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream()))) {
+                for (String line; (line = out.readLine()) != null; ) {
+                    lines.add(line);
+                }
+            } catch (IOException e) {
+                lines.add(e.toString());
+            }
+        });
+        return p;
+    }
+
+    /** The next line of {@code lines} that is one of {@code wanted} (JUL lines skipped), naming what came instead. */
+    private static String awaitLine(java.util.concurrent.BlockingQueue<String> lines, String... wanted) throws InterruptedException {
+        StringBuilder seen = new StringBuilder();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T * 3);
+        while (System.nanoTime() < deadline) {
+            String l = lines.poll(1, TimeUnit.SECONDS);
+            if (l == null) {
+                continue;
+            }
+            for (String w : wanted) {
+                if (l.equals(w) || (w.endsWith("*") && l.startsWith(w.substring(0, w.length() - 1)))) {
+                    return l;
+                }
+            }
+            seen.append(l).append('\n');
+        }
+        return fail("none of " + java.util.Arrays.toString(wanted) + " from the member process; it printed:\n" + seen);
+    }
+
+    @Test
+    void aMemberKilledAndStartedAgainRejoinsWithItsRankAndLaterCollectivesSucceed() throws Exception {
+        int n = 3, child = 1, bs = GroupMemberMain.BLOCK;   // rank 1: rank 0 accepts it again, rank 2 connects to it again
+        GroupConfig config = GroupMemberMain.config();
+        Rdma here = builder().build();
+        rdmas.add(here);
+        List<InetSocketAddress> members = List.of(address(0), address(1), address(2));
+        java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>();
+        Process first = member(child, "wait", members, lines);
+        Process again = null;
+        try {
+            List<CompletableFuture<PeerGroup>> joining = List.of(PeerGroup.joinAsync(here, members, 0, config),
+                    PeerGroup.joinAsync(here, members, 2, config));
+            List<PeerGroup> g = new ArrayList<>();
+            for (CompletableFuture<PeerGroup> f : joining) {
+                g.add(f.get(T * 3, TimeUnit.SECONDS));
+            }
+            groups.addAll(g);
+            onAll(g, r -> g.get(r).barrier());
+            assertEquals("ready", awaitLine(lines, "ready"), "the member process joined and passed the barrier");
+            // The collective running when it dies fails, naming it.
+            List<CompletableFuture<Void>> waiting = new ArrayList<>();
+            for (PeerGroup m : g) {
+                waiting.add(m.allToAll(region(m, (long) n * 32), region(m, (long) n * 32), 32));
+            }
+            for (PeerGroup m : g) {
+                awaitWaitingOnlyFor(m, child);
+            }
+            first.destroyForcibly();   // SIGKILL
+            assertTrue(first.waitFor(T, TimeUnit.SECONDS));
+            for (CompletableFuture<Void> w : waiting) {
+                ExecutionException e = assertThrows(ExecutionException.class, () -> w.get(T, TimeUnit.SECONDS));
+                CollectiveException ce = (CollectiveException) e.getCause();
+                assertEquals(child, ce.rank(), ce.getMessage());
+                assertTrue(ce.getMessage().contains("allToAll(PAIRWISE) #2"), ce.getMessage());
+            }
+            // Called while it is away: these wait for it.
+            List<LocalRegion> recvs = new ArrayList<>();
+            List<CompletableFuture<Void>> gathers = new ArrayList<>();
+            for (PeerGroup m : g) {
+                LocalRegion send = region(m, bs), recv = region(m, (long) n * bs);
+                for (int i = 0; i < bs; i++) {
+                    send.segment().set(ValueLayout.JAVA_BYTE, i, mark(m.rank(), 0, i));
+                }
+                recvs.add(recv);
+                gathers.add(m.allGather(send, recv, bs));
+            }
+            assertTrue(gathers.stream().noneMatch(CompletableFuture::isDone), "the all-gather waits for rank 1 to come back");
+            again = member(child, "rejoin", members, lines);
+            assertEquals("joined", awaitLine(lines, "joined", "bad: *"), "the restarted member joined with its rank");
+            for (CompletableFuture<Void> f : gathers) {
+                f.get(T * 3, TimeUnit.SECONDS);
+            }
+            for (int k = 0; k < g.size(); k++) {
+                for (int from = 0; from < n; from++) {
+                    for (int i = 0; i < bs; i++) {
+                        if (recvs.get(k).segment().get(ValueLayout.JAVA_BYTE, (long) from * bs + i) != mark(from, 0, i)) {
+                            fail("rank " + g.get(k).rank() + ": byte " + i + " of rank " + from + "'s block after the rejoin");
+                        }
+                    }
+                }
+            }
+            onAll(g, r -> g.get(r).barrier());
+            assertEquals("ok", awaitLine(lines, "ok", "bad: *"), "the restarted member's all-gather and barrier");
+            assertTrue(again.waitFor(T, TimeUnit.SECONDS), "the restarted member exits after its collectives");
+            assertEquals(0, again.exitValue());
+            g.forEach(PeerGroup::close);
+        } finally {
+            first.destroyForcibly();
+            first.waitFor(10, TimeUnit.SECONDS);
+            if (again != null) {
+                again.destroyForcibly();
+                again.waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+
     static String childClassPath() {
         try {
             return java.nio.file.Path.of(Rdma.class.getProtectionDomain().getCodeSource().getLocation().toURI())
@@ -538,6 +654,8 @@ abstract class PeerGroupConformance {
                 () -> PeerGroup.joinAsync(rdmas.get(0), List.of(x, x), 0, GroupConfig.defaults()));
         assertMessage(IllegalArgumentException.class, "rank 5 is not a rank of a group of 2",
                 () -> PeerGroup.joinAsync(rdmas.get(0), List.of(x, address(1)), 5, GroupConfig.defaults()));
+        assertMessage(IllegalArgumentException.class, "rejoinTimeout must be zero (no rejoin) or positive",
+                () -> GroupConfig.defaults().withRejoinTimeout(Duration.ofSeconds(-1)));
         assertMessage(IllegalArgumentException.class, "the member list is empty",
                 () -> PeerGroup.joinAsync(rdmas.get(0), List.of(), 0, GroupConfig.defaults()));
         // Members that disagree on the sizes: the writer finds the other's region too small and names it.

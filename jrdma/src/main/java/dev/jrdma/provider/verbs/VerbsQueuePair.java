@@ -132,6 +132,16 @@ final class VerbsQueuePair implements QueuePair {
     }
 
     @Override
+    public int queryRetryCount() {
+        return query(IbvQpAttr.RETRY_CNT, IbvQpAttr::retryCnt);
+    }
+
+    @Override
+    public int queryRnrRetry() {
+        return query(IbvQpAttr.RNR_RETRY, IbvQpAttr::rnrRetry);
+    }
+
+    @Override
     public int queryMinRnrTimer() {
         return query(IbvQpAttr.MIN_RNR_TIMER, IbvQpAttr::minRnrTimer);
     }
