@@ -546,8 +546,13 @@ public final class Rdma implements AutoCloseable {
         connections.add(c);
         int timeoutMs = (int) config.timeout().toMillis();
         io[0].execute(() -> c.life.connect(device, channels[indexOf(t)], cm));
-        c.life.connected.orTimeout(timeoutMs, TimeUnit.MILLISECONDS).exceptionally(e -> {
-            if (e instanceof java.util.concurrent.TimeoutException) {
+        // A timer of its own, not orTimeout on the future itself: that would fail it with a bare
+        // TimeoutException before failConnect could give the reason (and clean up). It is
+        // dropped as soon as the connect ends either way.
+        CompletableFuture<Void> timer = new CompletableFuture<>();
+        c.life.connected.whenComplete((v, e) -> timer.complete(null));
+        timer.orTimeout(timeoutMs, TimeUnit.MILLISECONDS).exceptionally(e -> {
+            if (e instanceof java.util.concurrent.TimeoutException && !closed) {
                 io[0].execute(() -> c.life.failConnect(new RdmaTimeoutException("connecting to " + address
                         + " did not complete within " + config.timeout())));
             }

@@ -84,7 +84,9 @@ final class Reconnector {
     private void next() {
         long delay;
         int n;
+        RdmaException previous;
         synchronized (this) {
+            previous = lastCause;
             if (stopped) {
                 return;
             }
@@ -102,7 +104,9 @@ final class Reconnector {
             }
             delay = Math.min(policy.delayNanos(n), policy.giveUpAfter().toNanos() - elapsed);
         }
-        LOG.log(System.Logger.Level.INFO, "reconnecting to {0}: attempt {1} in {2} ms", address, n, delay / 1_000_000);
+        LOG.log(System.Logger.Level.INFO, "reconnecting to {0}: attempt {1} in {2} ms ({3}: {4})", address, n,
+                delay / 1_000_000, n == 1 ? "the failure" : "attempt " + (n - 1),
+                previous == null ? "no cause" : previous.getMessage());
         tell(() -> listener.reconnecting(handle, n, Duration.ofNanos(delay)));
         CompletableFuture.delayedExecutor(delay, TimeUnit.NANOSECONDS).execute(() -> attempt(n));
     }

@@ -55,22 +55,6 @@ final class Netem {
         run("ip", "link", "set", dev, up ? "up" : "down");
     }
 
-    /**
-     * Puts back what taking a veth end down removed: the routes of the VM's policy tables 101 and
-     * 102 (routes through a device go with its link) and the permanent neighbours, as
-     * scripts/vm/guest set them up. {@code replace}: harmless where they survived.
-     */
-    static void restoreRoutes() throws Exception {
-        List<String> devs = netdevs();
-        String ip0 = VerbsTestAddresses.serverIp(), ip1 = VerbsTestAddresses.clientIp();
-        String mac0 = java.nio.file.Files.readString(java.nio.file.Path.of("/sys/class/net/" + devs.get(0) + "/address")).strip();
-        String mac1 = java.nio.file.Files.readString(java.nio.file.Path.of("/sys/class/net/" + devs.get(1) + "/address")).strip();
-        run("ip", "route", "replace", ip0, "dev", devs.get(1), "src", ip1, "table", "101");
-        run("ip", "route", "replace", ip1, "dev", devs.get(0), "src", ip0, "table", "102");
-        run("ip", "neigh", "replace", ip0, "lladdr", mac0, "dev", devs.get(1), "nud", "permanent");
-        run("ip", "neigh", "replace", ip1, "lladdr", mac1, "dev", devs.get(0), "nud", "permanent");
-    }
-
     static void run(String... cmd) throws Exception {
         String out = runAllowingFailure(cmd);
         if (out != null) {

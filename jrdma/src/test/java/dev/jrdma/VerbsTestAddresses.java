@@ -23,15 +23,6 @@ final class VerbsTestAddresses {
         return new InetSocketAddress(env("JRDMA_VERBS_SERVER_IP", "JRDMA_VM_IP0"), nextPort++);
     }
 
-    /** The server's and client's addresses in the VM (the veth pair's two ends). */
-    static String serverIp() {
-        return env("JRDMA_VERBS_SERVER_IP", "JRDMA_VM_IP0");
-    }
-
-    static String clientIp() {
-        return env("JRDMA_VERBS_CLIENT_IP", "JRDMA_VM_IP1");
-    }
-
     private static String env(String name, String vmName) {
         String v = System.getenv(name);
         if (v == null || v.isBlank()) {

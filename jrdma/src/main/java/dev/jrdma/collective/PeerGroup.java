@@ -59,7 +59,8 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * the others are. The collective running at the loss fails on the others, naming the rank; the
  * ones called while it is away wait for it (within the collective time-out) and then run with
  * it; nothing is replayed. Failures do not break such a group; a member that does not come back
- * within the rejoin time-out does.
+ * within the rejoin time-out does. (A member of a {@linkplain #hostAsync hosted} group rejoins the
+ * same way, with the member list and rank it was given: {@link #members()} and {@link #rank()}.)
  *
  * <p>The {@code Rdma} must have an IO thread (not {@code ioThreads(Rdma.INLINE)}): collectives
  * proceed in completion callbacks while the caller waits. Several members may share one

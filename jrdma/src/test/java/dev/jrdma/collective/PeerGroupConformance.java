@@ -508,9 +508,15 @@ abstract class PeerGroupConformance {
     /** A member process of {@link GroupMemberMain}; its output lines go to {@code lines}. */
     private Process member(int rank, String mode, List<InetSocketAddress> members,
                            java.util.concurrent.BlockingQueue<String> lines) throws IOException {
+        return member(provider(), childDevice(), rank, mode, members, lines);
+    }
+
+    /** {@link GroupMemberMain} as {@code rank} on {@code provider}'s {@code device}, in {@code mode}. */
+    static Process member(String provider, String device, int rank, String mode, List<InetSocketAddress> members,
+                          java.util.concurrent.BlockingQueue<String> lines) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
                 "--enable-native-access=ALL-UNNAMED", "-cp", childClassPath(), GroupMemberMain.class.getName(),
-                provider(), childDevice(), String.valueOf(rank), mode));
+                provider, device, String.valueOf(rank), mode));
         members.forEach(a -> cmd.add(a.getAddress().getHostAddress() + ":" + a.getPort()));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         Thread.ofVirtual().start(() -> {
@@ -526,7 +532,7 @@ abstract class PeerGroupConformance {
     }
 
     /** The next line of {@code lines} that is one of {@code wanted} (JUL lines skipped), naming what came instead. */
-    private static String awaitLine(java.util.concurrent.BlockingQueue<String> lines, String... wanted) throws InterruptedException {
+    static String awaitLine(java.util.concurrent.BlockingQueue<String> lines, String... wanted) throws InterruptedException {
         StringBuilder seen = new StringBuilder();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T * 3);
         while (System.nanoTime() < deadline) {

@@ -114,7 +114,7 @@ class PeerGroupVerbsTest {
         List<InetSocketAddress> members = members();
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
                 "--enable-native-access=ALL-UNNAMED", "-cp", PeerGroupConformance.childClassPath(), GroupMemberMain.class.getName(),
-                "verbs", env("JRDMA_VM_DEV1"), "1"));
+                "verbs", env("JRDMA_VM_DEV1"), "1", "wait"));
         members.forEach(m -> cmd.add(m.getAddress().getHostAddress() + ":" + m.getPort()));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         try {
@@ -137,6 +137,61 @@ class PeerGroupVerbsTest {
         } finally {
             p.destroyForcibly();
             p.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * {@link PeerGroupConformance}'s rejoin on verbs, with the two members the VM allows: rank 1
+     * (a process on the client's device) is killed during a collective and started again; rank 0
+     * accepts it again, the collective running at the kill failed naming rank 1, and an all-gather
+     * and a barrier called while it was away run with it once it is back.
+     */
+    @Test
+    void aMemberKilledAndStartedAgainRejoinsWithItsRank() throws Exception {
+        List<InetSocketAddress> members = members();
+        int bs = GroupMemberMain.BLOCK;
+        java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>();
+        Process first = PeerGroupConformance.member("verbs", env("JRDMA_VM_DEV1"), 1, "wait", members, lines);
+        Process again = null;
+        try {
+            PeerGroup g = PeerGroup.join(rdma(env("JRDMA_VM_DEV0")), members, 0, GroupMemberMain.config());
+            groups.add(g);
+            g.barrierSync();
+            assertEquals("ready", PeerGroupConformance.awaitLine(lines, "ready"));
+            CompletableFuture<Void> waiting = g.allToAll(g.rdma().allocate(128), g.rdma().allocate(128), 64);
+            PeerGroupConformance.awaitWaitingOnlyFor(g, 1);
+            first.destroyForcibly();
+            assertTrue(first.waitFor(120, TimeUnit.SECONDS));
+            ExecutionException e = assertThrows(ExecutionException.class, () -> waiting.get(120, TimeUnit.SECONDS));
+            CollectiveException ce = (CollectiveException) e.getCause();
+            assertEquals(1, ce.rank(), ce.getMessage());
+            LocalRegion send = g.rdma().allocate(bs), recv = g.rdma().allocate(2L * bs);
+            for (int i = 0; i < bs; i++) {
+                send.segment().set(ValueLayout.JAVA_BYTE, i, PeerGroupConformance.mark(0, 0, i));
+            }
+            CompletableFuture<Void> gather = g.allGather(send, recv, bs);
+            assertTrue(!gather.isDone(), "the all-gather waits for rank 1 to come back");
+            again = PeerGroupConformance.member("verbs", env("JRDMA_VM_DEV1"), 1, "rejoin", members, lines);
+            assertEquals("joined", PeerGroupConformance.awaitLine(lines, "joined", "bad: *"));
+            gather.get(300, TimeUnit.SECONDS);
+            for (int from = 0; from < 2; from++) {
+                for (int i = 0; i < bs; i++) {
+                    if (recv.segment().get(ValueLayout.JAVA_BYTE, (long) from * bs + i) != PeerGroupConformance.mark(from, 0, i)) {
+                        fail("byte " + i + " of rank " + from + "'s block after the rejoin");
+                    }
+                }
+            }
+            g.barrierSync();
+            assertEquals("ok", PeerGroupConformance.awaitLine(lines, "ok", "bad: *"));
+            assertTrue(again.waitFor(120, TimeUnit.SECONDS), "the restarted member exits after its collectives");
+            assertEquals(0, again.exitValue());
+        } finally {
+            first.destroyForcibly();
+            first.waitFor(10, TimeUnit.SECONDS);
+            if (again != null) {
+                again.destroyForcibly();
+                again.waitFor(10, TimeUnit.SECONDS);
+            }
         }
     }
 }
