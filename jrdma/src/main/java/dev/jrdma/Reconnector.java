@@ -82,9 +82,9 @@ final class Reconnector {
 
     /** Schedules the next attempt, or gives up. */
     private void next() {
-        long delay;
+        long computed = 0;
         int n;
-        RdmaException previous;
+        RdmaException previous, gaveUpWith = null;
         synchronized (this) {
             previous = lastCause;
             if (stopped) {
@@ -94,16 +94,21 @@ final class Reconnector {
             long elapsed = System.nanoTime() - failedAt;
             if (n > policy.maxAttempts() || elapsed >= policy.giveUpAfter().toNanos() || rdma.isClosed()) {
                 reconnecting = false;
-                RdmaException last = rdma.isClosed()
+                gaveUpWith = rdma.isClosed()
                         ? new ConnectionClosedException("reconnecting to " + address + ": the Rdma instance is closed", lastCause)
                         : lastCause;
-                LOG.log(System.Logger.Level.WARNING, "gave up reconnecting to {0} after {1} attempts: {2}", address, n - 1,
-                        last.getMessage());
-                tell(() -> listener.gaveUp(handle, last));
-                return;
+            } else {
+                computed = Math.min(policy.delayNanos(n), policy.giveUpAfter().toNanos() - elapsed);
             }
-            delay = Math.min(policy.delayNanos(n), policy.giveUpAfter().toNanos() - elapsed);
         }
+        if (gaveUpWith != null) {   // told outside the monitor, as every other event
+            RdmaException last = gaveUpWith;
+            LOG.log(System.Logger.Level.WARNING, "gave up reconnecting to {0} after {1} attempts: {2}", address, n - 1,
+                    last.getMessage());
+            tell(() -> listener.gaveUp(handle, last));
+            return;
+        }
+        long delay = computed;
         LOG.log(System.Logger.Level.INFO, "reconnecting to {0}: attempt {1} in {2} ms ({3}: {4})", address, n,
                 delay / 1_000_000, n == 1 ? "the failure" : "attempt " + (n - 1),
                 previous == null ? "no cause" : previous.getMessage());

@@ -618,11 +618,16 @@ abstract class PeerGroupConformance {
             assertEquals(0, again.exitValue());
             g.forEach(PeerGroup::close);
         } finally {
-            first.destroyForcibly();
-            first.waitFor(10, TimeUnit.SECONDS);
-            if (again != null) {
-                again.destroyForcibly();
-                again.waitFor(10, TimeUnit.SECONDS);
+            destroy(first, again);
+        }
+    }
+
+    /** Kills the member processes that were started (null: not started) and waits for each, 10 s at most. */
+    static void destroy(Process... processes) throws InterruptedException {
+        for (Process p : processes) {
+            if (p != null) {
+                p.destroyForcibly();
+                p.waitFor(10, TimeUnit.SECONDS);
             }
         }
     }

@@ -186,12 +186,7 @@ class PeerGroupVerbsTest {
             assertTrue(again.waitFor(120, TimeUnit.SECONDS), "the restarted member exits after its collectives");
             assertEquals(0, again.exitValue());
         } finally {
-            first.destroyForcibly();
-            first.waitFor(10, TimeUnit.SECONDS);
-            if (again != null) {
-                again.destroyForcibly();
-                again.waitFor(10, TimeUnit.SECONDS);
-            }
+            PeerGroupConformance.destroy(first, again);
         }
     }
 }
