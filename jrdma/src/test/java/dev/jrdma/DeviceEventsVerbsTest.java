@@ -22,26 +22,12 @@ import org.junit.jupiter.api.Test;
 class DeviceEventsVerbsTest {
     private static final String DEV = "rxeev", A = "vethev0", B = "vethev1";
 
-    /** Runs a command with its output in a file, bounded; true when it exited 0. */
     private static boolean run(long seconds, String... cmd) throws Exception {
-        File out = File.createTempFile("cmd", ".log");
-        try {
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out).start();
-            if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new AssertionError(String.join(" ", cmd) + " did not end within " + seconds + " s");
-            }
-            return p.exitValue() == 0;
-        } finally {
-            out.delete();
-        }
+        return Shell.tryRun(seconds, cmd) == null;
     }
 
-    /** Plain Java (no JUnit): the child JVM runs it too, without JUnit on its class path. */
     private static void must(String... cmd) throws Exception {
-        if (!run(30, cmd)) {
-            throw new IllegalStateException(String.join(" ", cmd) + " failed");
-        }
+        Shell.run(cmd);
     }
 
     /** The child: opens the device with a listener, flaps the port, prints each event, exits. */
@@ -70,14 +56,7 @@ class DeviceEventsVerbsTest {
             while (!(Files.exists(state) && Files.readString(state).contains("ACTIVE")) && System.nanoTime() < deadline) {
                 Thread.sleep(100);
             }
-            String java = ProcessHandle.current().info().command().orElseThrow();
-            Process child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
-                    VerbsTestAddresses.childClassPath(), DeviceEventsVerbsTest.class.getName())
-                    .redirectErrorStream(true).redirectOutput(out).start();
-            if (!child.waitFor(180, TimeUnit.SECONDS)) {
-                child.destroyForcibly();
-                child.waitFor(30, TimeUnit.SECONDS);
-            }
+            Process child = VerbsTestAddresses.runChildJvm(DeviceEventsVerbsTest.class, out, 180);
             List<String> lines = Files.readAllLines(out.toPath()).stream().filter(l -> l.startsWith("event ")).toList();
             assertEquals(List.of(
                     "event " + new DeviceEvent(DEV, "IBV_EVENT_PORT_ERR", false, 1, -1, null),

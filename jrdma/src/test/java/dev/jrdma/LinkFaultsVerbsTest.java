@@ -35,8 +35,8 @@ import org.junit.jupiter.api.TestMethodOrder;
  * (67 ms, perftest's), so a lost packet at the tail of a burst costs 67 ms, not rdma_cm's
  * default of seconds; the retry budget is the largest, 7.
  *
- * <p>A report (operations per second against the clean link, and the counters) is printed and,
- * with {@code -Djrdma.faults.report=FILE}, written as markdown.
+ * <p>The report (operations per second against the clean link, and the counters) is a
+ * {@link FaultReport} section.
  */
 @Tag("verbs")
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)   // the report's rows in the order
@@ -69,13 +69,8 @@ class LinkFaultsVerbsTest {
 
     @AfterAll
     static void report() throws Exception {
-        String text = String.join("\n", REPORT) + "\n";
-        System.out.println("link faults on verbs (" + CheckedWorkload.OPERATIONS + " checked operations a run, "
-                + CheckedWorkload.WINDOW + " in flight):\n" + text);
-        String file = System.getProperty("jrdma.faults.report");
-        if (file != null) {
-            java.nio.file.Files.writeString(java.nio.file.Path.of(file), text);
-        }
+        FaultReport.write("1-netem", "Cases 1, 2, 3 and 6: netem on the veth pair (" + CheckedWorkload.OPERATIONS
+                + " checked operations a run, " + CheckedWorkload.WINDOW + " in flight; counters are rxe's, both ends)", REPORT);
     }
 
     /** A run's operations per second, its clean run's, and rxe's counters meanwhile. */

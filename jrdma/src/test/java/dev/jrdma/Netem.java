@@ -2,11 +2,8 @@ package dev.jrdma;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
-import java.io.File;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Packet faults on the Soft-RoCE VM's veth pair ({@code JRDMA_VM_NETDEV0/1}, set by
@@ -50,30 +47,11 @@ final class Netem {
         }
     }
 
-    /** Sets a netdev's link down or up: what a pulled cable or a rebooting switch port does. */
-    static void link(String dev, boolean up) throws Exception {
-        run("ip", "link", "set", dev, up ? "up" : "down");
+    private static void run(String... cmd) throws Exception {
+        Shell.run(cmd);
     }
 
-    static void run(String... cmd) throws Exception {
-        String out = runAllowingFailure(cmd);
-        if (out != null) {
-            throw new IllegalStateException(String.join(" ", cmd) + " failed: " + out);
-        }
-    }
-
-    /** Runs {@code cmd}, bounded to 30 s; null when it exited 0, else its output. */
     private static String runAllowingFailure(String... cmd) throws Exception {
-        File log = File.createTempFile("netem", ".log");
-        try {
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log).start();
-            if (!p.waitFor(30, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                return "did not end within 30 s";
-            }
-            return p.exitValue() == 0 ? null : "exit " + p.exitValue() + ": " + Files.readString(log.toPath()).strip();
-        } finally {
-            log.delete();
-        }
+        return Shell.tryRun(30, cmd);
     }
 }

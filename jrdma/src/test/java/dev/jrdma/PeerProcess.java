@@ -64,7 +64,7 @@ record PeerProcess(Process process, RemoteRegion region, InetSocketAddress addre
     }
 
     void signal(String name) throws Exception {
-        Netem.run("kill", "-" + name, String.valueOf(process.pid()));
+        Shell.run("kill", "-" + name, String.valueOf(process.pid()));
     }
 
     /** SIGKILL, and waits until the process is gone. */

@@ -9,13 +9,17 @@ import static org.junit.jupiter.api.Assertions.fail;
 import dev.jrdma.exceptions.ConnectionClosedException;
 import dev.jrdma.exceptions.RemoteAccessException;
 
+import java.io.IOException;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -34,6 +38,12 @@ import org.junit.jupiter.api.Test;
 @Tag("verbs")
 class PeerStoppedOrKilledVerbsTest {
     private static final int RECEIVES = 8, WINDOW = 16;
+    private static final List<String> REPORT = new CopyOnWriteArrayList<>();
+
+    @AfterAll
+    static void report() throws IOException {
+        FaultReport.write("4-peer", "Case 4: peer stopped (SIGSTOP) and killed (SIGKILL) mid-stream", REPORT);
+    }
 
     @Test
     void killedPeerEndsEveryOperationOnceWithinTheBudget() throws Exception {
@@ -98,8 +108,9 @@ class PeerStoppedOrKilledVerbsTest {
             ExecutionException later = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
                     () -> c.read(peer.region().slice(0, 64), local.slice(0, 64)).get(60, TimeUnit.SECONDS));
             assertInstanceOf(ConnectionClosedException.class, later.getCause());
-            System.out.println("killed peer: " + posted + " posted, " + out.failures.size() + " failed within "
-                    + took / 1_000_000 + " ms (budget " + budget.toMillis() + " ms); first: " + out.failures.peek());
+            REPORT.add("- killed peer: " + posted + " operations posted, each ended once; " + out.failures.size()
+                    + " failed, the last " + took / 1_000_000 + " ms after the kill (budget " + budget.toMillis()
+                    + " ms + 1 s); the first failure: `" + out.failures.peek() + "`");
         }
     }
 
@@ -139,7 +150,8 @@ class PeerStoppedOrKilledVerbsTest {
             assertEquals(RECEIVES, out.succeeded.get(), "sends taken by the stopped peer's posted receives");
             assertTrue(out.failures.stream().anyMatch(e -> String.valueOf(e.getMessage()).contains("IBV_WC_RNR_RETRY_EXC_ERR")),
                     "no send names the spent RNR retries: " + out.failures);
-            System.out.println("stopped peer: " + out.succeeded.get() + " sends taken, then " + out.failures.peek());
+            REPORT.add("- stopped peer: reads, writes and adds served by its device; " + out.succeeded.get()
+                    + " sends taken (its posted receives), then `" + out.failures.peek() + "`");
             assertEquals(ConnectionState.ERROR, c.state());
         }
     }

@@ -38,9 +38,9 @@ class RnrStormVerbsTest {
             "|---:|---:|---:|---:|---:|"));
 
     @AfterAll
-    static void report() {
-        System.out.println("RNR storm on verbs (one receive posted, RNR timer 0.64 ms, " + IN_FLIGHT + " sends in flight):\n"
-                + String.join("\n", REPORT));
+    static void report() throws java.io.IOException {
+        FaultReport.write("5-rnr", "Case 5: RNR storm (one receive posted, RNR timer 0.64 ms, " + IN_FLIGHT
+                + " sends in flight)", REPORT);
     }
 
     @ParameterizedTest(name = "rnrRetry {0}")

@@ -2,7 +2,9 @@ package dev.jrdma;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
+import java.io.File;
 import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
 
 /** The two Soft-RoCE ends (scripts/softroce-vm sets JRDMA_VM_*), or real NICs' (JRDMA_VERBS_*). */
 final class VerbsTestAddresses {
@@ -46,5 +48,20 @@ final class VerbsTestAddresses {
         } catch (java.net.URISyntaxException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /**
+     * Runs {@code main}'s {@code main} in a child JVM on {@link #childClassPath}, its output into
+     * {@code out}, and waits for it {@code seconds} at most (then kills it); the ended process.
+     */
+    static Process runChildJvm(Class<?> main, File out, long seconds) throws Exception {
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        Process child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp", childClassPath(), main.getName())
+                .redirectErrorStream(true).redirectOutput(out).start();
+        if (!child.waitFor(seconds, TimeUnit.SECONDS)) {
+            child.destroyForcibly();
+            child.waitFor(30, TimeUnit.SECONDS);
+        }
+        return child;
     }
 }
