@@ -89,39 +89,47 @@ public final class Connection implements AutoCloseable {
 
     // ---------------------------------------------------------------- information
 
-    /** The state; {@link ConnectionState#CONNECTING} also while a connection with a reconnect policy connects again. */
+    /**
+     * {@return the state; {@link ConnectionState#CONNECTING} also while a connection with a reconnect
+     * policy connects again}
+     */
     public ConnectionState state() {
         Reconnector r = reconnector;
         return r != null && r.reconnecting() ? ConnectionState.CONNECTING : live.life.state();
     }
 
+    /** {@return the peer's address: the one connected to, or for an accepted connection the client's} */
     public InetSocketAddress remoteAddress() {
         return remoteAddress;
     }
 
+    /** {@return the configuration this connection was made with} */
     public ConnectionConfig config() {
         return config;
     }
 
-    /** The application bytes the peer sent with its request or accept (empty when none). */
+    /** {@return the application bytes the peer sent with its request or accept (empty when none)} */
     public byte[] peerPrivateData() {
         return live.life.peer().data().clone();
     }
 
     /**
-     * How many receives the peer keeps posted, when it told us (a jrdma peer does); -1 when
-     * unknown. More sends than this in flight at once can meet a receiver-not-ready wait.
+     * {@return how many receives the peer keeps posted, when it told us (a jrdma peer does); -1 when
+     * unknown} More sends than this in flight at once can meet a receiver-not-ready wait.
      */
     public int peerReceiveQueueDepth() {
         return live.life.peer().receiveDepth();
     }
 
-    /** The largest message the peer receives, when it told us (a jrdma peer does); -1 when unknown. */
+    /**
+     * {@return the largest message the peer receives, when it told us (a jrdma peer does); -1 when
+     * unknown}
+     */
     public int peerReceiveBufferSize() {
         return live.life.peer().receiveBufferSize();
     }
 
-    /** The QP: number, state as the device reports it now, and what was negotiated. */
+    /** {@return the QP: number, state as the device reports it now, and what was negotiated} */
     public QueuePairInfo queuePair() {
         ConnectionLife life = live.life;
         QueuePair q = life.queuePair();
@@ -139,7 +147,10 @@ public final class Connection implements AutoCloseable {
                 closed ? -1 : q.queryMinRnrTimer());
     }
 
-    /** The first failure, once the connection is in ERROR or CLOSED (or reconnecting: the failure behind it); null before. */
+    /**
+     * {@return the first failure, once the connection is in ERROR or CLOSED (or reconnecting: the failure
+     * behind it); null before}
+     */
     public RdmaException failure() {
         return live.life.failure();
     }
@@ -147,6 +158,9 @@ public final class Connection implements AutoCloseable {
     /**
      * Called (on the IO thread) when the connection goes down for any reason after being
      * established; with a reconnect policy, each time it goes down.
+     *
+     * @param callback called on the IO thread (null: none)
+     * @return this connection
      */
     public Connection onDisconnect(Consumer<Connection> callback) {
         onDisconnect = callback;
@@ -155,12 +169,24 @@ public final class Connection implements AutoCloseable {
 
     // ---------------------------------------------------------------- two-sided
 
-    /** Sends {@code buf} as one message; the peer receives it in a posted receive. */
+    /**
+     * Sends {@code buf} as one message; the peer receives it in a posted receive.
+     *
+     * @param buf the bytes to send (registered memory, its whole length)
+     * @return a future that completes when the operation did, or exceptionally with what failed
+     */
     public CompletableFuture<Void> send(LocalRegion buf) {
         return future(Operation.SEND, buf, null, 0, 0, 0, 0, 0);
     }
 
-    /** Allocation-free form of {@link #send(LocalRegion)}: {@code handler} gets null on success. */
+    /**
+     * Allocation-free form of {@link #send(LocalRegion)}: {@code handler} gets null on success.
+     *
+     * @param <A> the type of the attachment
+     * @param buf the bytes to send (registered memory, its whole length)
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void send(LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler) {
         handler(Operation.SEND, buf, null, 0, 0, 0, 0, 0, attachment, handler);
     }
@@ -168,31 +194,72 @@ public final class Connection implements AutoCloseable {
     /**
      * {@link #send(LocalRegion, Object, CompletionHandler)}, reporting as {@code when} says: with
      * {@link Completion#ON_ERROR} only a failure, and {@code handler} may be null.
+     *
+     * @param <A> the type of the attachment
+     * @param buf the bytes to send (registered memory, its whole length)
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     * @param when {@link Completion#ALWAYS}, or {@link Completion#ON_ERROR} to hear of a failure only
      */
     public <A> void send(LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler, Completion when) {
         handler(Operation.SEND, buf, null, 0, 0, 0, 0, 0, attachment, handler, when);
     }
 
-    /** {@link #send(LocalRegion)}, waiting in the caller. */
+    /**
+     * {@link #send(LocalRegion)}, waiting in the caller.
+     *
+     * @param buf the bytes to send (registered memory, its whole length)
+     */
     public void sendSync(LocalRegion buf) {
         sync(Operation.SEND, buf, null, 0, 0, 0, 0, 0);
     }
 
-    /** Sends {@code buf} with a 32-bit immediate value the receiver sees in {@link Message#imm()}. */
+    /**
+     * Sends {@code buf} with a 32-bit immediate value the receiver sees in {@link Message#imm()}.
+     *
+     * @param imm the 32-bit immediate value the peer's receive carries
+     * @param buf the bytes to send (registered memory, its whole length)
+     * @return a future that completes when the operation did, or exceptionally with what failed
+     */
     public CompletableFuture<Void> sendWithImm(int imm, LocalRegion buf) {
         return future(Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0);
     }
 
+    /**
+     * Allocation-free form of {@link #sendWithImm(int, LocalRegion)}: {@code handler} gets null on
+     * success, with {@code attachment}.
+     *
+     * @param <A> the type of the attachment
+     * @param imm the 32-bit immediate value the peer's receive carries
+     * @param buf the bytes to send (registered memory, its whole length)
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void sendWithImm(int imm, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler) {
         handler(Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0, attachment, handler);
     }
 
-    /** With {@link Completion#ON_ERROR}, only a failure is reported, and {@code handler} may be null. */
+    /**
+     * With {@link Completion#ON_ERROR}, only a failure is reported, and {@code handler} may be null.
+     *
+     * @param <A> the type of the attachment
+     * @param imm the 32-bit immediate value the peer's receive carries
+     * @param buf the bytes to send (registered memory, its whole length)
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     * @param when {@link Completion#ALWAYS}, or {@link Completion#ON_ERROR} to hear of a failure only
+     */
     public <A> void sendWithImm(int imm, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler,
                                 Completion when) {
         handler(Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0, attachment, handler, when);
     }
 
+    /**
+     * {@link #sendWithImm(int, LocalRegion)}, waiting in the caller.
+     *
+     * @param imm the 32-bit immediate value the peer's receive carries
+     * @param buf the bytes to send (registered memory, its whole length)
+     */
     public void sendWithImmSync(int imm, LocalRegion buf) {
         sync(Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0);
     }
@@ -202,6 +269,9 @@ public final class Connection implements AutoCloseable {
      * thread; the message is closed when it returns. Messages that arrived before are handed to it
      * first. With a callback set, {@link #receive()} is not for use; {@code null} takes the
      * callback away, and messages that arrive from then on go to {@link #receive()} again.
+     *
+     * @param callback called on the IO thread (null: none)
+     * @return this connection
      */
     public Connection onReceive(BiConsumer<Connection, Message> callback) {
         onReceive = callback;
@@ -209,7 +279,7 @@ public final class Connection implements AutoCloseable {
         return this;
     }
 
-    /** The next received message; close it to give its buffer back. */
+    /** {@return the next received message; close it to give its buffer back} */
     public CompletableFuture<Message> receive() {
         return live.receives.receive();
     }
@@ -220,6 +290,9 @@ public final class Connection implements AutoCloseable {
      * Hands {@code region} to the peer (async-rdma's {@code send_remote_mr}): its descriptor goes
      * as one message, which the peer takes with {@link #receiveRegion()}. To lend it for a while
      * only, send a {@link LocalRegion#lease lease}.
+     *
+     * @param region the region whose descriptor goes to the peer
+     * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> sendRegion(RemoteRegion region) {
         Objects.requireNonNull(region, "region");
@@ -236,16 +309,21 @@ public final class Connection implements AutoCloseable {
         return sent.whenComplete((v, e) -> msg.close());
     }
 
-    /** {@link #sendRegion(RemoteRegion)} of {@code region.toRemote()}: the peer gets its default rights. */
+    /**
+     * {@link #sendRegion(RemoteRegion)} of {@code region.toRemote()}: the peer gets its default rights.
+     *
+     * @param region the region whose descriptor goes to the peer
+     * @return a future that completes when the operation did, or exceptionally with what failed
+     */
     public CompletableFuture<Void> sendRegion(LocalRegion region) {
         return sendRegion(region.toRemote());
     }
 
     /**
-     * The next received message, read as a region descriptor the peer sent with
-     * {@link #sendRegion}. A message that is not one (wrong size, magic, version or checksum)
-     * fails the future with an {@code IllegalArgumentException} saying what is wrong; it is
-     * consumed, and the connection stays up.
+     * {@return the next received message, read as a region descriptor the peer sent with {@link
+     * #sendRegion}} A message that is not one (wrong size, magic, version or checksum) fails the future
+     * with an {@code IllegalArgumentException} saying what is wrong; it is consumed, and the connection
+     * stays up.
      */
     public CompletableFuture<RemoteRegion> receiveRegion() {
         return receive().thenApply(m -> {
@@ -261,12 +339,26 @@ public final class Connection implements AutoCloseable {
 
     // ---------------------------------------------------------------- one-sided
 
-    /** Writes all of {@code buf} to the start of {@code remote}. */
+    /**
+     * Writes all of {@code buf} to the start of {@code remote}.
+     *
+     * @param buf the bytes to write (registered memory, its whole length)
+     * @param remote where the bytes go in the peer's memory
+     * @return a future that completes when the operation did, or exceptionally with what failed
+     */
     public CompletableFuture<Void> write(LocalRegion buf, RemoteRegion remote) {
         return future(Operation.WRITE, buf, remote, 0, 0, 0, 0, 0);
     }
 
-    /** Allocation-free form of {@link #write(LocalRegion, RemoteRegion)}: {@code handler} gets null on success. */
+    /**
+     * Allocation-free form of {@link #write(LocalRegion, RemoteRegion)}: {@code handler} gets null on success.
+     *
+     * @param <A> the type of the attachment
+     * @param buf the bytes to write (registered memory, its whole length)
+     * @param remote where the bytes go in the peer's memory
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void write(LocalRegion buf, RemoteRegion remote, A attachment, CompletionHandler<Void, ? super A> handler) {
         handler(Operation.WRITE, buf, remote, 0, 0, 0, 0, 0, attachment, handler);
     }
@@ -275,42 +367,105 @@ public final class Connection implements AutoCloseable {
      * {@link #write(LocalRegion, RemoteRegion, Object, CompletionHandler)}, reporting as
      * {@code when} says: with {@link Completion#ON_ERROR} only a failure, and {@code handler} may
      * be null; a later ALWAYS operation or {@link #flush} tells that it is done.
+     *
+     * @param <A> the type of the attachment
+     * @param buf the bytes to write (registered memory, its whole length)
+     * @param remote where the bytes go in the peer's memory
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     * @param when {@link Completion#ALWAYS}, or {@link Completion#ON_ERROR} to hear of a failure only
      */
     public <A> void write(LocalRegion buf, RemoteRegion remote, A attachment, CompletionHandler<Void, ? super A> handler,
                           Completion when) {
         handler(Operation.WRITE, buf, remote, 0, 0, 0, 0, 0, attachment, handler, when);
     }
 
-    /** {@link #write(LocalRegion, RemoteRegion)}, waiting in the caller. */
+    /**
+     * {@link #write(LocalRegion, RemoteRegion)}, waiting in the caller.
+     *
+     * @param buf the bytes to write (registered memory, its whole length)
+     * @param remote where the bytes go in the peer's memory
+     */
     public void writeSync(LocalRegion buf, RemoteRegion remote) {
         sync(Operation.WRITE, buf, remote, 0, 0, 0, 0, 0);
     }
 
-    /** Writes {@code buf} to {@code remote}; the peer gets a message with {@code imm} and the byte count. */
+    /**
+     * Writes {@code buf} to {@code remote}; the peer gets a message with {@code imm} and the byte count.
+     *
+     * @param buf the bytes to write (registered memory, its whole length)
+     * @param remote where the bytes go in the peer's memory
+     * @param imm the 32-bit immediate value the peer's receive carries
+     * @return a future that completes when the operation did, or exceptionally with what failed
+     */
     public CompletableFuture<Void> writeWithImm(LocalRegion buf, RemoteRegion remote, int imm) {
         return future(Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0);
     }
 
+    /**
+     * Allocation-free form of {@link #writeWithImm(LocalRegion, RemoteRegion, int)}: {@code handler}
+     * gets null on success, with {@code attachment}.
+     *
+     * @param <A> the type of the attachment
+     * @param buf the bytes to write (registered memory, its whole length)
+     * @param remote where the bytes go in the peer's memory
+     * @param imm the 32-bit immediate value the peer's receive carries
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void writeWithImm(LocalRegion buf, RemoteRegion remote, int imm, A attachment,
                                  CompletionHandler<Void, ? super A> handler) {
         handler(Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0, attachment, handler);
     }
 
-    /** With {@link Completion#ON_ERROR}, only a failure is reported, and {@code handler} may be null. */
+    /**
+     * With {@link Completion#ON_ERROR}, only a failure is reported, and {@code handler} may be null.
+     *
+     * @param <A> the type of the attachment
+     * @param buf the bytes to write (registered memory, its whole length)
+     * @param remote where the bytes go in the peer's memory
+     * @param imm the 32-bit immediate value the peer's receive carries
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     * @param when {@link Completion#ALWAYS}, or {@link Completion#ON_ERROR} to hear of a failure only
+     */
     public <A> void writeWithImm(LocalRegion buf, RemoteRegion remote, int imm, A attachment,
                                  CompletionHandler<Void, ? super A> handler, Completion when) {
         handler(Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0, attachment, handler, when);
     }
 
+    /**
+     * {@link #writeWithImm(LocalRegion, RemoteRegion, int)}, waiting in the caller.
+     *
+     * @param buf the bytes to write (registered memory, its whole length)
+     * @param remote where the bytes go in the peer's memory
+     * @param imm the 32-bit immediate value the peer's receive carries
+     */
     public void writeWithImmSync(LocalRegion buf, RemoteRegion remote, int imm) {
         sync(Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0);
     }
 
-    /** Reads {@code buf.length()} bytes from the start of {@code remote} into {@code buf}. */
+    /**
+     * Reads {@code buf.length()} bytes from the start of {@code remote} into {@code buf}.
+     *
+     * @param remote the peer's memory to read, from its start
+     * @param buf where the bytes read go (registered memory): as many as its length
+     * @return a future that completes when the operation did, or exceptionally with what failed
+     */
     public CompletableFuture<Void> read(RemoteRegion remote, LocalRegion buf) {
         return future(Operation.READ, buf, remote, 0, 0, 0, 0, 0);
     }
 
+    /**
+     * Allocation-free form of {@link #read(RemoteRegion, LocalRegion)}: {@code handler} gets null once
+     * the data is in {@code buf}, with {@code attachment}.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's memory to read, from its start
+     * @param buf where the bytes read go (registered memory): as many as its length
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void read(RemoteRegion remote, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler) {
         handler(Operation.READ, buf, remote, 0, 0, 0, 0, 0, attachment, handler);
     }
@@ -318,64 +473,165 @@ public final class Connection implements AutoCloseable {
     /**
      * With {@link Completion#ON_ERROR}, only a failure is reported, and {@code handler} may be
      * null; the data is in {@code buf} once a later ALWAYS operation completed.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's memory to read, from its start
+     * @param buf where the bytes read go (registered memory): as many as its length
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     * @param when {@link Completion#ALWAYS}, or {@link Completion#ON_ERROR} to hear of a failure only
      */
     public <A> void read(RemoteRegion remote, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler,
                          Completion when) {
         handler(Operation.READ, buf, remote, 0, 0, 0, 0, 0, attachment, handler, when);
     }
 
+    /**
+     * {@link #read(RemoteRegion, LocalRegion)}, waiting in the caller: the data is in {@code buf} when
+     * it returns.
+     *
+     * @param remote the peer's memory to read, from its start
+     * @param buf where the bytes read go (registered memory): as many as its length
+     */
     public void readSync(RemoteRegion remote, LocalRegion buf) {
         sync(Operation.READ, buf, remote, 0, 0, 0, 0, 0);
     }
 
     // ---------------------------------------------------------------- atomics
 
-    /** 8-byte compare-and-swap at the start of {@code remote}; completes with the prior value. */
+    /**
+     * 8-byte compare-and-swap at the start of {@code remote}; completes with the prior value.
+     *
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param expected the value the word must hold for the swap to happen
+     * @param desired the value the word then gets
+     * @return a future of the prior value of the word
+     */
     public CompletableFuture<Long> compareAndSwap(RemoteRegion remote, long expected, long desired) {
         return future(Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0);
     }
 
+    /**
+     * Allocation-free form of {@link #compareAndSwap(RemoteRegion, long, long)}: {@code handler} gets
+     * the prior value, with {@code attachment}.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param expected the value the word must hold for the swap to happen
+     * @param desired the value the word then gets
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void compareAndSwap(RemoteRegion remote, long expected, long desired, A attachment,
                                    CompletionHandler<Long, ? super A> handler) {
         handler(Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0, attachment, handler);
     }
 
-    /** {@link #compareAndSwap(RemoteRegion, long, long)} with the prior value unboxed: nothing allocated. */
+    /**
+     * {@link #compareAndSwap(RemoteRegion, long, long)} with the prior value unboxed: nothing allocated.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param expected the value the word must hold for the swap to happen
+     * @param desired the value the word then gets
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void compareAndSwap(RemoteRegion remote, long expected, long desired, A attachment,
                                    LongCompletionHandler<? super A> handler) {
         primitive(Operation.COMPARE_AND_SWAP, remote, expected, desired, 0, 0, attachment, handler);
     }
 
-    /** With {@link Completion#ON_ERROR}, only a failure is reported (the prior value is not), and {@code handler} may be null. */
+    /**
+     * With {@link Completion#ON_ERROR}, only a failure is reported (the prior value is not), and
+     * {@code handler} may be null.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param expected the value the word must hold for the swap to happen
+     * @param desired the value the word then gets
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     * @param when {@link Completion#ALWAYS}, or {@link Completion#ON_ERROR} to hear of a failure only
+     */
     public <A> void compareAndSwap(RemoteRegion remote, long expected, long desired, A attachment,
                                    CompletionHandler<Long, ? super A> handler, Completion when) {
         handler(Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0, attachment, handler, when);
     }
 
+    /**
+     * {@link #compareAndSwap(RemoteRegion, long, long)}, waiting in the caller; returns the prior value.
+     *
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param expected the value the word must hold for the swap to happen
+     * @param desired the value the word then gets
+     * @return the prior value of the word
+     */
     public long compareAndSwapSync(RemoteRegion remote, long expected, long desired) {
         return sync(Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0);
     }
 
-    /** 8-byte fetch-and-add at the start of {@code remote}; completes with the prior value. */
+    /**
+     * 8-byte fetch-and-add at the start of {@code remote}; completes with the prior value.
+     *
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param delta what to add (64-bit, wrapping)
+     * @return a future of the prior value of the word
+     */
     public CompletableFuture<Long> fetchAndAdd(RemoteRegion remote, long delta) {
         return future(Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0);
     }
 
+    /**
+     * Allocation-free form of {@link #fetchAndAdd(RemoteRegion, long)}: {@code handler} gets the prior
+     * value, with {@code attachment}.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param delta what to add (64-bit, wrapping)
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void fetchAndAdd(RemoteRegion remote, long delta, A attachment, CompletionHandler<Long, ? super A> handler) {
         handler(Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0, attachment, handler);
     }
 
-    /** {@link #fetchAndAdd(RemoteRegion, long)} with the prior value unboxed: nothing allocated. */
+    /**
+     * {@link #fetchAndAdd(RemoteRegion, long)} with the prior value unboxed: nothing allocated.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param delta what to add (64-bit, wrapping)
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void fetchAndAdd(RemoteRegion remote, long delta, A attachment, LongCompletionHandler<? super A> handler) {
         primitive(Operation.FETCH_AND_ADD, remote, delta, 0, 0, 0, attachment, handler);
     }
 
-    /** With {@link Completion#ON_ERROR}, only a failure is reported (the prior value is not), and {@code handler} may be null. */
+    /**
+     * With {@link Completion#ON_ERROR}, only a failure is reported (the prior value is not), and
+     * {@code handler} may be null.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param delta what to add (64-bit, wrapping)
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     * @param when {@link Completion#ALWAYS}, or {@link Completion#ON_ERROR} to hear of a failure only
+     */
     public <A> void fetchAndAdd(RemoteRegion remote, long delta, A attachment, CompletionHandler<Long, ? super A> handler,
                                 Completion when) {
         handler(Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0, attachment, handler, when);
     }
 
+    /**
+     * {@link #fetchAndAdd(RemoteRegion, long)}, waiting in the caller; returns the prior value.
+     *
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param delta what to add (64-bit, wrapping)
+     * @return the prior value of the word
+     */
     public long fetchAndAddSync(RemoteRegion remote, long delta) {
         return sync(Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0);
     }
@@ -386,7 +642,7 @@ public final class Connection implements AutoCloseable {
      * those of {@code swap} and the others stay. Completes with the prior value.
      *
      * <p>Where the device has no masked atomics (no upstream verbs device exposes them; see
-     * {@link dev.jrdma.spi.DeviceCapabilities#maskedAtomics()}) this is emulated, as are
+     * {@link dev.jrdma.device.DeviceCapabilities#maskedAtomics()}) this is emulated, as are
      * {@link #maskedFetchAndAdd} and {@link #atomicWrite}: each attempt is one RDMA
      * compare-and-swap of the whole word, expecting the value the previous attempt saw (the
      * first expects 0). The operation takes effect at the attempt whose CAS succeeds, or, when
@@ -395,23 +651,65 @@ public final class Connection implements AutoCloseable {
      * towards plain RDMA writes or CPU stores to it. It is lock-free, not wait-free: under
      * contention it retries, and after the connection's timeout it fails with
      * {@link RdmaTimeoutException}. Each attempt is one round trip.
+     *
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param compare the value to compare with, in the bits of {@code compareMask}
+     * @param compareMask the bits that are compared
+     * @param swap the new value, in the bits of {@code swapMask}
+     * @param swapMask the bits that are swapped
+     * @return a future of the prior value of the word
      */
     public CompletableFuture<Long> maskedCompareAndSwap(RemoteRegion remote, long compare, long compareMask, long swap,
                                                         long swapMask) {
         return future(Operation.MASKED_COMPARE_AND_SWAP, null, remote, 0, compare, compareMask, swap, swapMask);
     }
 
+    /**
+     * Allocation-free form of {@link #maskedCompareAndSwap(RemoteRegion, long, long, long, long)}:
+     * {@code handler} gets the prior value, with {@code attachment}.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param compare the value to compare with, in the bits of {@code compareMask}
+     * @param compareMask the bits that are compared
+     * @param swap the new value, in the bits of {@code swapMask}
+     * @param swapMask the bits that are swapped
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void maskedCompareAndSwap(RemoteRegion remote, long compare, long compareMask, long swap, long swapMask,
                                          A attachment, CompletionHandler<Long, ? super A> handler) {
         handler(Operation.MASKED_COMPARE_AND_SWAP, null, remote, 0, compare, compareMask, swap, swapMask, attachment, handler);
     }
 
-    /** With the prior value unboxed: nothing allocated. */
+    /**
+     * With the prior value unboxed: nothing allocated.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param compare the value to compare with, in the bits of {@code compareMask}
+     * @param compareMask the bits that are compared
+     * @param swap the new value, in the bits of {@code swapMask}
+     * @param swapMask the bits that are swapped
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void maskedCompareAndSwap(RemoteRegion remote, long compare, long compareMask, long swap, long swapMask,
                                          A attachment, LongCompletionHandler<? super A> handler) {
         primitive(Operation.MASKED_COMPARE_AND_SWAP, remote, compare, compareMask, swap, swapMask, attachment, handler);
     }
 
+    /**
+     * {@link #maskedCompareAndSwap(RemoteRegion, long, long, long, long)}, waiting in the caller;
+     * returns the prior value.
+     *
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param compare the value to compare with, in the bits of {@code compareMask}
+     * @param compareMask the bits that are compared
+     * @param swap the new value, in the bits of {@code swapMask}
+     * @param swapMask the bits that are swapped
+     * @return the prior value of the word
+     */
     public long maskedCompareAndSwapSync(RemoteRegion remote, long compare, long compareMask, long swap, long swapMask) {
         return sync(Operation.MASKED_COMPARE_AND_SWAP, null, remote, 0, compare, compareMask, swap, swapMask);
     }
@@ -421,22 +719,55 @@ public final class Connection implements AutoCloseable {
      * fields, each ending at a set bit of {@code fieldBoundaryMask} (its most significant bit),
      * and {@code add} is added field by field, a carry never crossing into the next field.
      * Completes with the prior value. Emulated like {@link #maskedCompareAndSwap}.
+     *
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param add what to add, field by field
+     * @param fieldBoundaryMask the most significant bit of each field
+     * @return a future of the prior value of the word
      */
     public CompletableFuture<Long> maskedFetchAndAdd(RemoteRegion remote, long add, long fieldBoundaryMask) {
         return future(Operation.MASKED_FETCH_AND_ADD, null, remote, 0, add, fieldBoundaryMask, 0, 0);
     }
 
+    /**
+     * Allocation-free form of {@link #maskedFetchAndAdd(RemoteRegion, long, long)}: {@code handler}
+     * gets the prior value, with {@code attachment}.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param add what to add, field by field
+     * @param fieldBoundaryMask the most significant bit of each field
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void maskedFetchAndAdd(RemoteRegion remote, long add, long fieldBoundaryMask, A attachment,
                                       CompletionHandler<Long, ? super A> handler) {
         handler(Operation.MASKED_FETCH_AND_ADD, null, remote, 0, add, fieldBoundaryMask, 0, 0, attachment, handler);
     }
 
-    /** With the prior value unboxed: nothing allocated. */
+    /**
+     * With the prior value unboxed: nothing allocated.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param add what to add, field by field
+     * @param fieldBoundaryMask the most significant bit of each field
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void maskedFetchAndAdd(RemoteRegion remote, long add, long fieldBoundaryMask, A attachment,
                                       LongCompletionHandler<? super A> handler) {
         primitive(Operation.MASKED_FETCH_AND_ADD, remote, add, fieldBoundaryMask, 0, 0, attachment, handler);
     }
 
+    /**
+     * {@link #maskedFetchAndAdd(RemoteRegion, long, long)}, waiting in the caller; returns the prior value.
+     *
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param add what to add, field by field
+     * @param fieldBoundaryMask the most significant bit of each field
+     * @return the prior value of the word
+     */
     public long maskedFetchAndAddSync(RemoteRegion remote, long add, long fieldBoundaryMask) {
         return sync(Operation.MASKED_FETCH_AND_ADD, null, remote, 0, add, fieldBoundaryMask, 0, 0);
     }
@@ -446,15 +777,35 @@ public final class Connection implements AutoCloseable {
      * with respect to the other atomics on it: no reader through an atomic sees half of it. The
      * verbs devices here have no native atomic write ({@code IBV_WR_ATOMIC_WRITE} needs rdma-core
      * 45 and a device that has it), so it is a compare-and-swap loop (see {@link MaskedAtomics}).
+     *
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param value the 64-bit value to write
+     * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> atomicWrite(RemoteRegion remote, long value) {
         return future(Operation.ATOMIC_WRITE, null, remote, 0, value, 0, 0, 0);
     }
 
+    /**
+     * Allocation-free form of {@link #atomicWrite(RemoteRegion, long)}: {@code handler} gets null on
+     * success, with {@code attachment}.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param value the 64-bit value to write
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void atomicWrite(RemoteRegion remote, long value, A attachment, CompletionHandler<Void, ? super A> handler) {
         handler(Operation.ATOMIC_WRITE, null, remote, 0, value, 0, 0, 0, attachment, handler);
     }
 
+    /**
+     * {@link #atomicWrite(RemoteRegion, long)}, waiting in the caller.
+     *
+     * @param remote the peer's 8-byte aligned word: the first 8 bytes of this region
+     * @param value the 64-bit value to write
+     */
     public void atomicWriteSync(RemoteRegion remote, long value) {
         sync(Operation.ATOMIC_WRITE, null, remote, 0, value, 0, 0, 0);
     }
@@ -474,6 +825,10 @@ public final class Connection implements AutoCloseable {
      * providers it is a flush of its own, applied by the peer in order after the writes; for
      * PERSISTENT on a region that is a mapped file, the peer forces the range to storage
      * ({@link MemorySegment#force()}) before it answers.
+     *
+     * @param remote the peer's region the writes went to
+     * @param type {@link FlushType#VISIBILITY}, or {@link FlushType#PERSISTENT} towards persistent memory
+     * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> flush(RemoteRegion remote, FlushType type) {
         CompletableFuture<Void> f = new CompletableFuture<>();
@@ -486,6 +841,16 @@ public final class Connection implements AutoCloseable {
         return future(Operation.FLUSH, null, remote, 0, persistence(type), 0, 0, 0);
     }
 
+    /**
+     * Allocation-free form of {@link #flush(RemoteRegion, FlushType)}: {@code handler} gets null once
+     * the writes are there, with {@code attachment}.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's region the writes went to
+     * @param type {@link FlushType#VISIBILITY}, or {@link FlushType#PERSISTENT} towards persistent memory
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when the operation completed or failed
+     */
     public <A> void flush(RemoteRegion remote, FlushType type, A attachment, CompletionHandler<Void, ? super A> handler) {
         try {
             checkFlush(remote, type);
@@ -496,6 +861,13 @@ public final class Connection implements AutoCloseable {
         handler(Operation.FLUSH, null, remote, 0, persistence(type), 0, 0, 0, attachment, handler);
     }
 
+    /**
+     * {@link #flush(RemoteRegion, FlushType)}, waiting in the caller: the writes before it are there
+     * when it returns.
+     *
+     * @param remote the peer's region the writes went to
+     * @param type {@link FlushType#VISIBILITY}, or {@link FlushType#PERSISTENT} towards persistent memory
+     */
     public void flushSync(RemoteRegion remote, FlushType type) {
         checkFlush(remote, type);
         sync(Operation.FLUSH, null, remote, 0, persistence(type), 0, 0, 0);
@@ -513,7 +885,11 @@ public final class Connection implements AutoCloseable {
 
     // ---------------------------------------------------------------- batches
 
-    /** A chain of operations posted with one doorbell; see {@link Batch}. */
+    /**
+     * A chain of operations posted with one doorbell; see {@link Batch}.
+     *
+     * @return this batch
+     */
     public Batch batch() {
         return new Batch(this);
     }
@@ -543,7 +919,10 @@ public final class Connection implements AutoCloseable {
         handler(op, buf, remote, imm, a, b, c, d, attachment, handler, Completion.ALWAYS);
     }
 
-    /** Posts {@code op}; {@code handler} is told the outcome, or with ON_ERROR only a failure (it may then be null). */
+    /**
+     * Posts {@code op}; {@code handler} is told the outcome, or with ON_ERROR only a failure (it may
+     * then be null).
+     */
     private <A> void handler(Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b, long c, long d,
                              A attachment, CompletionHandler<?, ? super A> handler, Completion when) {
         boolean onError = Objects.requireNonNull(when, "when") == Completion.ON_ERROR;
@@ -674,6 +1053,8 @@ public final class Connection implements AutoCloseable {
     /**
      * Starts {@link #close()} without waiting: the future completes when the connection is
      * released (everything outstanding completed, everything freed). For closing many at once.
+     *
+     * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> closeAsync() {
         Reconnector r = reconnector;

@@ -1,6 +1,6 @@
 package dev.jrdma;
 
-import dev.jrdma.spi.DeviceCapabilities;
+import dev.jrdma.device.DeviceCapabilities;
 
 import java.time.Duration;
 import java.util.Objects;
@@ -51,15 +51,28 @@ public final class ConnectionConfig {
 
     private static final ConnectionConfig DEFAULTS = builder().build();
 
+    /**
+     * {@return the defaults of every value: the config {@code connect} and {@code listen} use when given
+     * none}
+     */
     public static ConnectionConfig defaults() {
         return DEFAULTS;
     }
 
+    /**
+     * A builder that starts from the defaults.
+     *
+     * @return this builder
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** A builder starting from these values. */
+    /**
+     * A builder starting from these values.
+     *
+     * @return this builder
+     */
     public Builder toBuilder() {
         Builder b = new Builder();
         b.sendQueueDepth = sendQueueDepth;
@@ -79,42 +92,51 @@ public final class ConnectionConfig {
         return b;
     }
 
-    /** Send-queue work requests: operations in flight at once on the connection. Default 128. */
+    /**
+     * Send-queue work requests: operations in flight at once on the connection. Default 128.
+     *
+     * @return work requests in flight on the send queue
+     */
     public int sendQueueDepth() {
         return sendQueueDepth;
     }
 
-    /** Receives kept posted (each a pooled buffer of {@link #receiveBufferSize()}). Default 64. */
+    /** {@return receives kept posted (each a pooled buffer of {@link #receiveBufferSize()})} Default 64. */
     public int receiveQueueDepth() {
         return receiveQueueDepth;
     }
 
-    /** The largest message this side receives. Default 4096. */
+    /** {@return the largest message this side receives} Default 4096. */
     public int receiveBufferSize() {
         return receiveBufferSize;
     }
 
-    /** Bytes a send or write may carry inline in the work request. Default 0 (none). */
+    /** {@return bytes a send or write may carry inline in the work request} Default 0 (none). */
     public int maxInlineData() {
         return maxInlineData;
     }
 
-    /** RDMA reads/atomics in flight each way; -1 (the default): the device maximum, capped at 255 by rdma_cm. */
+    /**
+     * {@return RDMA reads/atomics in flight each way; -1 (the default): the device maximum, capped at 255
+     * by rdma_cm}
+     */
     public int maxRdAtomic() {
         return maxRdAtomic;
     }
 
-    /** How long connecting may take, and how long an operation waits for room in the send queue. Default 10 s. */
+    /**
+     * {@return how long connecting may take, and how long an operation waits for room in the send queue}
+     * Default 10 s.
+     */
     public Duration timeout() {
         return timeout;
     }
 
     /**
-     * Transport retries before an operation fails with IBV_WC_RETRY_EXC_ERR (0-7). Default 7.
-     *
-     * <p>On verbs, rdma_cm (IB CM) carries it in the connection request, and both ends' queue
-     * pairs take the <i>client's</i> value: a server's setting is not applied. The value each
-     * QP applies is in {@link Connection#queuePair()}.
+     * {@return transport retries before an operation fails with IBV_WC_RETRY_EXC_ERR (0-7)} Default 7.
+     * <p>On verbs, rdma_cm (IB CM) carries it in the connection request, and both ends' queue pairs take
+     * the <i>client's</i> value: a server's setting is not applied. The value each QP applies is in {@link
+     * Connection#queuePair()}.
      */
     public int retryCount() {
         return retryCount;
@@ -128,18 +150,20 @@ public final class ConnectionConfig {
      * end sent (the receiver says how long senders retry into its empty receive queue). So the
      * client's own sends retry as often as the server's config says, and the server's as the
      * client's says. The value each QP applies is in {@link Connection#queuePair()}.
+     *
+     * @return retries of a send that finds no receive posted at the peer, 0 to 6
      */
     public int rnrRetry() {
         return rnrRetry;
     }
 
     /**
-     * The local ack timeout exponent on verbs: a request not acknowledged within
-     * 4.096 µs × 2<sup>n</sup> is sent again, up to {@link #retryCount()} times. -1 (the default)
-     * leaves it to rdma_cm, which derives it from the path (measured on Soft-RoCE: 19, 2.1 s).
-     * A lossy link (Soft-RoCE under load) with a long timeout stalls for that long on every
-     * dropped packet; perftest uses 14 (67 ms). The tcp and shm transports ignore it.
-     * {@link Connection#queuePair()} reports what the device applied.
+     * {@return the local ack timeout exponent on verbs: a request not acknowledged within 4.096 µs ×
+     * 2<sup>n</sup> is sent again, up to {@link #retryCount()} times} -1 (the default) leaves it to
+     * rdma_cm, which derives it from the path (measured on Soft-RoCE: 19, 2.1 s). A lossy link (Soft-RoCE
+     * under load) with a long timeout stalls for that long on every dropped packet; perftest uses 14 (67
+     * ms). The tcp and shm transports ignore it. {@link Connection#queuePair()} reports what the device
+     * applied.
      */
     public int ackTimeout() {
         return ackTimeout;
@@ -153,27 +177,40 @@ public final class ConnectionConfig {
      * to post a receive. A short timer finds a posted receive sooner, and gives up sooner. The
      * tcp and shm transports ignore it (their RNR wait is fixed). {@link Connection#queuePair()}
      * reports what the device applied.
+     *
+     * @return the RNR timer code, or -1 for rdma_cm's own
      */
     public int minRnrTimer() {
         return minRnrTimer;
     }
 
-    /** Application bytes sent with the connection request (the peer sees them in its accept callback). */
+    /**
+     * {@return Application bytes sent with the connection request (the peer sees them in its accept
+     * callback)}
+     */
     public byte[] privateData() {
         return privateData.clone();
     }
 
-    /** A token the server must be configured with; empty: none. */
+    /** {@return a token the server must be configured with; empty: none} */
     public byte[] authToken() {
         return authToken.clone();
     }
 
-    /** Whether and how a client connection connects again after it failed; {@link ReconnectPolicy#NEVER} by default. */
+    /**
+     * Whether and how a client connection connects again after it failed; {@link ReconnectPolicy#NEVER} by default.
+     *
+     * @return the new policy
+     */
     public ReconnectPolicy reconnect() {
         return reconnect;
     }
 
-    /** Who hears of failures and reconnects; {@link ConnectionListener#NONE} by default. */
+    /**
+     * Who hears of failures and reconnects; {@link ConnectionListener#NONE} by default.
+     *
+     * @return the reconnect listener; {@link ConnectionListener#NONE} when none was given
+     */
     public ConnectionListener listener() {
         return listener;
     }
@@ -255,32 +292,70 @@ public final class ConnectionConfig {
             return value;
         }
 
+        /**
+         * Work requests in flight on the send queue, 1 to 2<sup>20</sup> (at most the device's
+         * max_qp_wr). Default 128.
+         *
+         * @param n work requests in flight
+         * @return this builder
+         */
         public Builder sendQueueDepth(int n) {
             sendQueueDepth = range("sendQueueDepth", n, 1, 1 << 20);
             return this;
         }
 
+        /**
+         * Receives kept posted, 1 to 2<sup>20</sup>. Default 64.
+         *
+         * @param n receives kept posted
+         * @return this builder
+         */
         public Builder receiveQueueDepth(int n) {
             receiveQueueDepth = range("receiveQueueDepth", n, 1, 1 << 20);
             return this;
         }
 
+        /**
+         * The largest message this side receives, 1 byte to 1 GiB; each posted receive is a buffer
+         * this big. Default 4096.
+         *
+         * @param bytes the largest message, in bytes
+         * @return this builder
+         */
         public Builder receiveBufferSize(int bytes) {
             receiveBufferSize = range("receiveBufferSize", bytes, 1, 1 << 30);
             return this;
         }
 
+        /**
+         * Bytes a send or write may carry inline in the work request, 0 to 4096. Default 0.
+         *
+         * @param bytes bytes, 0 to 4096
+         * @return this builder
+         */
         public Builder maxInlineData(int bytes) {
             maxInlineData = range("maxInlineData", bytes, 0, 4096);
             return this;
         }
 
-        /** -1: the device maximum. */
+        /**
+         * -1: the device maximum.
+         *
+         * @param n RDMA reads and atomics in flight each way, or -1 for the device maximum
+         * @return this builder
+         */
         public Builder maxRdAtomic(int n) {
             maxRdAtomic = range("maxRdAtomic", n, -1, 255);
             return this;
         }
 
+        /**
+         * How long connecting may take, and how long an operation waits for room in the send queue;
+         * positive, under 24 days. Default 10 s.
+         *
+         * @param t the time, positive and under 24 days
+         * @return this builder
+         */
         public Builder timeout(Duration t) {
             Objects.requireNonNull(t, "timeout");
             if (t.isNegative() || t.isZero() || t.toMillis() > Integer.MAX_VALUE) {
@@ -290,11 +365,25 @@ public final class ConnectionConfig {
             return this;
         }
 
+        /**
+         * Transport retries before an operation fails with IBV_WC_RETRY_EXC_ERR, 0 to 7 (see {@link
+         * ConnectionConfig#retryCount()}). Default 7.
+         *
+         * @param n transport retries, 0 to 7
+         * @return this builder
+         */
         public Builder retryCount(int n) {
             retryCount = range("retryCount", n, 0, 7);
             return this;
         }
 
+        /**
+         * Retries of a send that finds no receive posted at the peer, 0 to 6; 7 ("forever") is refused
+         * (see {@link ConnectionConfig#rnrRetry()}). Default 6.
+         *
+         * @param n retries of a send the peer has no receive for, 0 to 6
+         * @return this builder
+         */
         public Builder rnrRetry(int n) {
             if (n == 7) {
                 throw new IllegalArgumentException("rnrRetry 7 means 'retry forever' in verbs: a peer that stops "
@@ -304,7 +393,12 @@ public final class ConnectionConfig {
             return this;
         }
 
-        /** 1-31 (4.096 µs × 2<sup>n</sup>), or -1 for rdma_cm's own; 0, "never", is refused. */
+        /**
+         * 1-31 (4.096 µs × 2<sup>n</sup>), or -1 for rdma_cm's own; 0, "never", is refused.
+         *
+         * @param exponent 1 to 31, or -1 for rdma_cm's own
+         * @return this builder
+         */
         public Builder ackTimeout(int exponent) {
             if (exponent == 0) {
                 throw new IllegalArgumentException("ackTimeout 0 means 'never time out' in verbs: a lost packet would "
@@ -314,17 +408,36 @@ public final class ConnectionConfig {
             return this;
         }
 
-        /** 0-31 in the IB encoding (0: 655.36 ms, 12: 0.64 ms), or -1 for rdma_cm's own (0). */
+        /**
+         * 0-31 in the IB encoding (0: 655.36 ms, 12: 0.64 ms), or -1 for rdma_cm's own (0).
+         *
+         * @param code 0 to 31 in the IB encoding, or -1 for rdma_cm's own
+         * @return this builder
+         */
         public Builder minRnrTimer(int code) {
             minRnrTimer = range("minRnrTimer", code, -1, 31);
             return this;
         }
 
+        /**
+         * Application bytes sent with the connection request, or with the accept on a server
+         * (copied). With the auth token, at most 44 bytes: what rdma_cm carries after jrdma's header.
+         *
+         * @param data the bytes
+         * @return this builder
+         */
         public Builder privateData(byte[] data) {
             privateData = Objects.requireNonNull(data, "privateData").clone();
             return this;
         }
 
+        /**
+         * A shared secret a client must present to connect (copied); empty: none. Sent in clear: it
+         * keeps other clients out, it does not protect data.
+         *
+         * @param token the secret (copied); empty: none
+         * @return this builder
+         */
         public Builder authToken(byte[] token) {
             authToken = Objects.requireNonNull(token, "authToken").clone();
             return this;
@@ -342,19 +455,33 @@ public final class ConnectionConfig {
          * Nothing is replayed: what was outstanding at the failure failed, each exactly once.
          * Remote descriptors the peer sent stay usable if the peer kept those regions (a peer
          * that restarted has new ones). Closing the connection stops the reconnecting.
+         *
+         * @param policy when and how often to connect again
+         * @return this builder
          */
         public Builder reconnect(ReconnectPolicy policy) {
             return reconnect(policy, listener);
         }
 
-        /** {@link #reconnect(ReconnectPolicy)}, telling {@code listener} of each failure, attempt, reconnect and the end. */
+        /**
+         * {@link #reconnect(ReconnectPolicy)}, telling {@code listener} of each failure, attempt, reconnect and the end.
+         *
+         * @param policy when and how often to connect again
+         * @param listener told of each change, on the IO thread
+         * @return this builder
+         */
         public Builder reconnect(ReconnectPolicy policy, ConnectionListener listener) {
             this.reconnect = Objects.requireNonNull(policy, "policy");
             this.listener = Objects.requireNonNull(listener, "listener");
             return this;
         }
 
-        /** @throws IllegalArgumentException when token and private data do not fit a connection request */
+        /**
+         * The config, its values checked together.
+         *
+         * @return the config
+         * @throws IllegalArgumentException when token and private data do not fit a connection request
+         */
         public ConnectionConfig build() {
             int room = MAX_REQUEST_PRIVATE_DATA - HEADER_BYTES;
             if (privateData.length + authToken.length > room) {

@@ -16,19 +16,40 @@ import java.time.Duration;
  * {@link #connected}.
  */
 public interface ConnectionListener {
-    /** Established again, on attempt {@code attempt} (from 1) after a failure. */
+    /**
+     * Established again, on attempt {@code attempt} (from 1) after a failure.
+     *
+     * @param connection the connection, the same object across reconnects
+     * @param attempt the attempt that succeeded, from 1
+     */
     default void connected(Connection connection, int attempt) {
     }
 
-    /** The connection failed (the peer left, the link or an operation failed); {@code cause} says why. */
+    /**
+     * The connection failed (the peer left, the link or an operation failed); {@code cause} says why.
+     *
+     * @param connection the connection, the same object across reconnects
+     * @param cause what caused it
+     */
     default void failed(Connection connection, RdmaException cause) {
     }
 
-    /** Attempt {@code attempt} (from 1) starts after {@code delay}; operations meanwhile fail at once. */
+    /**
+     * Attempt {@code attempt} (from 1) starts after {@code delay}; operations meanwhile fail at once.
+     *
+     * @param connection the connection, the same object across reconnects
+     * @param attempt the attempt about to start, from 1
+     * @param delay the wait before it starts
+     */
     default void reconnecting(Connection connection, int attempt, Duration delay) {
     }
 
-    /** The policy's attempts or time are used up (or the Rdma closed); {@code lastCause} is the last attempt's failure. */
+    /**
+     * The policy's attempts or time are used up (or the Rdma closed); {@code lastCause} is the last attempt's failure.
+     *
+     * @param connection the connection, the same object across reconnects
+     * @param lastCause the last attempt's failure
+     */
     default void gaveUp(Connection connection, RdmaException lastCause) {
     }
 

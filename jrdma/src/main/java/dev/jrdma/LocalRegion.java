@@ -72,6 +72,7 @@ public final class LocalRegion implements AutoCloseable {
     /**
      * The memory, to read and write from Java.
      *
+     * @return the memory
      * @throws IllegalStateException when the region (or its parent) is closed
      */
     public MemorySegment segment() {
@@ -79,19 +80,22 @@ public final class LocalRegion implements AutoCloseable {
         return segment;
     }
 
+    /** {@return the virtual address of the region's first byte in this process (what a verbs sge carries)} */
     public long address() {
         return segment.address();
     }
 
+    /** {@return the region's length in bytes} */
     public long length() {
         return segment.byteSize();
     }
 
+    /** {@return the local key of the registration the region lies in (a verbs sge's lkey)} */
     public int lkey() {
         return registration.lkey();
     }
 
-    /** The rkey peers reach this region with, with the default rights ({@link #toRemote()}'s). */
+    /** {@return the rkey peers reach this region with, with the default rights ({@link #toRemote()}'s)} */
     public int rkey() {
         return toRemote().rkey();
     }
@@ -103,6 +107,9 @@ public final class LocalRegion implements AutoCloseable {
     /**
      * {@code length} bytes at {@code offset}, sharing this registration.
      *
+     * @param offset where the slice starts, from the start of this region
+     * @param length the slice's length in bytes
+     * @return the slice: the same registration, a window of this region
      * @throws IndexOutOfBoundsException when the range is not inside this region
      * @throws IllegalStateException when the region is closed
      */
@@ -128,10 +135,9 @@ public final class LocalRegion implements AutoCloseable {
     }
 
     /**
-     * What a peer needs to access this region: address, length, rkey and the access granted:
-     * read, write and atomics, as far as this {@code Rdma}'s
-     * {@link Rdma.Builder#maxRemoteAccess maxRemoteAccess} allows (for registered memory: what it
-     * was registered with).
+     * {@return what a peer needs to access this region: address, length, rkey and the access granted:
+     * read, write and atomics, as far as this {@code Rdma}'s {@link Rdma.Builder#maxRemoteAccess
+     * maxRemoteAccess} allows (for registered memory: what it was registered with)}
      */
     public RemoteRegion toRemote() {
         checkOpen("toRemote");
@@ -143,6 +149,8 @@ public final class LocalRegion implements AutoCloseable {
      * REMOTE_ATOMIC): a peer's operation that needs more fails at this side's device with
      * {@code RemoteAccessException}, and before posting at a jrdma peer.
      *
+     * @param rights the access the peer gets (only what the region has); none: what {@link #toRemote()} grants
+     * @return the descriptor of this region for a peer
      * @throws IllegalArgumentException when a right is not remote, is beyond
      *         {@link Rdma.Builder#maxRemoteAccess maxRemoteAccess}, or (registered memory) was not registered
      */
@@ -159,7 +167,11 @@ public final class LocalRegion implements AutoCloseable {
      * A peer that vanished cannot keep the memory reachable past it. Closing the region ends
      * its leases too.
      *
-     * @throws IllegalArgumentException for a duration that is not positive, or rights as for {@link #toRemote(Access...)}
+     * @param duration how long the lease lasts
+     * @param rights the access the peer gets (only what the region has); none: what {@link #toRemote()} grants
+     * @return the lease's descriptor for a peer
+     * @throws IllegalArgumentException for a duration that is not positive, or rights as for {@link
+     *     #toRemote(Access...)}
      */
     public RemoteRegion lease(java.time.Duration duration, Access... rights) {
         checkOpen("lease");
@@ -187,10 +199,14 @@ public final class LocalRegion implements AutoCloseable {
      * on the connection's queue pair, which the verbs provider does not bind yet: there it
      * throws {@code UnsupportedCapabilityException}.
      *
+     * @param connection the connection
+     * @param rights the access the peer gets (only what the region has); none: what {@link #toRemote()} grants
+     * @return the descriptor, good for that connection's peer only
      * @throws IllegalArgumentException for a connection of another {@code Rdma}, or rights as for
      *         {@link #toRemote(Access...)}
      * @throws dev.jrdma.exceptions.ConnectionClosedException when the connection is not established
-     * @throws dev.jrdma.exceptions.UnsupportedCapabilityException where the provider cannot limit a key to one connection
+     * @throws dev.jrdma.exceptions.UnsupportedCapabilityException where the provider cannot limit a key to one
+     *     connection
      * @throws IllegalStateException when the region is closed
      */
     public RemoteRegion toRemoteFor(Connection connection, Access... rights) {
@@ -246,6 +262,8 @@ public final class LocalRegion implements AutoCloseable {
      * volatile cache such as DDIO on the way), so peers may ask for {@link FlushType#PERSISTENT}
      * flushes to it. jrdma cannot check this: it is the owner's promise, as in librpma. Applies
      * to the descriptors made after it, of this region and its slices.
+     *
+     * @return this region
      */
     public LocalRegion declareDirectWriteToPmem() {
         root().directWriteToPmem = true;

@@ -9,9 +9,19 @@ package dev.jrdma;
  * @param <A> the attachment's type
  */
 public interface LongCompletionHandler<A> {
-    /** The operation succeeded; {@code value} is the word's prior value. */
+    /**
+     * The operation succeeded; {@code value} is the word's prior value.
+     *
+     * @param value the operation's result: the prior value of the word
+     * @param attachment the attachment the operation was posted with
+     */
     void completed(long value, A attachment);
 
-    /** The operation failed with {@code e} (an {@link dev.jrdma.exceptions.RdmaException}, or bad input). */
+    /**
+     * The operation failed with {@code e} (an {@link dev.jrdma.exceptions.RdmaException}, or bad input).
+     *
+     * @param e what failed
+     * @param attachment the attachment the operation was posted with
+     */
     void failed(Throwable e, A attachment);
 }

@@ -28,7 +28,7 @@ public final class Message implements AutoCloseable {
         this.write = write;
     }
 
-    /** The bytes of a SEND; empty for a WRITE_WITH_IMM (its bytes went to the written region). */
+    /** {@return the bytes of a SEND; empty for a WRITE_WITH_IMM (its bytes went to the written region)} */
     public MemorySegment data() {
         if (closed) {
             throw new IllegalStateException("message already closed: its receive buffer is reused");
@@ -36,21 +36,26 @@ public final class Message implements AutoCloseable {
         return data;
     }
 
-    /** The immediate value, for SEND_WITH_IMM and WRITE_WITH_IMM. */
+    /** {@return the immediate value, for SEND_WITH_IMM and WRITE_WITH_IMM} */
     public OptionalInt imm() {
         return hasImm ? OptionalInt.of(imm) : OptionalInt.empty();
     }
 
-    /** Bytes transferred: the message length, or the bytes a WRITE_WITH_IMM wrote. */
+    /** {@return bytes transferred: the message length, or the bytes a WRITE_WITH_IMM wrote} */
     public int byteCount() {
         return byteCount;
     }
 
-    /** True for the notice of a WRITE_WITH_IMM, false for a SEND. */
+    /** {@return true for the notice of a WRITE_WITH_IMM, false for a SEND} */
     public boolean isWrite() {
         return write;
     }
 
+    /**
+     * The connection the message arrived on.
+     *
+     * @return this connection
+     */
     public Connection connection() {
         return connection.handle();
     }

@@ -6,6 +6,11 @@ import java.time.Duration;
  * A connection's queue pair: its number, its state as the device reports it, and what was
  * negotiated.
  *
+ * @param qpNumber the queue pair's number (verbs: the device's QP number; tcp and shm: jrdma's own)
+ * @param state the state the device reports (for example {@code RTS} or {@code ERROR})
+ * @param sendQueueDepth work requests the send queue holds
+ * @param receiveQueueDepth receives the receive queue holds
+ * @param maxInlineData bytes a work request may carry inline
  * @param rdAtomicOut RDMA reads/atomics we may have outstanding at the peer (initiator depth)
  * @param rdAtomicIn  ... the peer may have outstanding at us (responder resources)
  * @param retryCount  transport retries this QP applies to its requests, as the device reports
@@ -23,7 +28,11 @@ public record QueuePairInfo(int qpNumber, String state, int sendQueueDepth, int 
                             int rdAtomicOut, int rdAtomicIn, int retryCount, int rnrRetry, int ackTimeout,
                             int minRnrTimer) {
 
-    /** {@link #ackTimeout()} as a duration; null when there is none (-1) or it is infinite (0). */
+    /**
+     * {@link #ackTimeout()} as a duration; null when there is none (-1) or it is infinite (0).
+     *
+     * @return the ack timeout as a duration, or null
+     */
     public Duration ackTimeoutDuration() {
         return ackTimeout <= 0 ? null : Duration.ofNanos(4096L << ackTimeout);
     }

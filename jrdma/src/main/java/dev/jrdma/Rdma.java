@@ -1,5 +1,6 @@
 package dev.jrdma;
 
+import dev.jrdma.device.DeviceInfo;
 import dev.jrdma.exceptions.ConnectionRejectedException;
 import dev.jrdma.exceptions.ProviderUnavailableException;
 import dev.jrdma.exceptions.RdmaException;
@@ -8,7 +9,7 @@ import dev.jrdma.exceptions.UnsupportedCapabilityException;
 import dev.jrdma.memory.PooledBlock;
 import dev.jrdma.memory.RegisteredMemoryPool;
 import dev.jrdma.memory.RegistrationCache;
-import dev.jrdma.runtime.CompletionMode;
+import dev.jrdma.runtime.IdleWait;
 import dev.jrdma.runtime.IoThread;
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.CmEndpoint;
@@ -19,7 +20,7 @@ import dev.jrdma.spi.ConnectionLimits;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.QueuePair;
-import dev.jrdma.spi.DeviceCapabilities;
+import dev.jrdma.device.DeviceCapabilities;
 import dev.jrdma.spi.MemoryRegistration;
 import dev.jrdma.spi.Provider;
 import dev.jrdma.spi.Providers;
@@ -125,7 +126,7 @@ public final class Rdma implements AutoCloseable {
                 String name = "jrdma-io-" + device.name() + "-" + i;
                 io[i] = b.singleThreaded ? IoThread.confined(name, fds, ch::drainEvents, Thread.currentThread())
                         : b.ioThreads == INLINE ? IoThread.inline(name, fds, ch::drainEvents)
-                        : new IoThread(name, b.completionMode, fds, ch::drainEvents,
+                        : new IoThread(name, idleWait(b.completionMode), fds, ch::drainEvents,
                         b.cpus.length == 0 ? -1 : b.cpus[i % b.cpus.length]);
             }
             ConnectionManager m = manager;
@@ -153,27 +154,53 @@ public final class Rdma implements AutoCloseable {
         this.cm = manager;
     }
 
+    /** The IO thread's side of a completion mode. */
+    private static IdleWait idleWait(CompletionMode mode) {
+        return switch (mode) {
+            case POLLING -> IdleWait.SPIN;
+            case EVENT -> IdleWait.SLEEP;
+            case ADAPTIVE -> IdleWait.SPIN_THEN_SLEEP;
+        };
+    }
+
+    /**
+     * A builder: provider, device, completion mode, IO threads and limits; {@code build()} opens it.
+     *
+     * @return this builder
+     */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** {@code builder().build()}: the automatic provider, the first active device, one IO thread. */
+    /**
+     * {@code builder().build()}: the automatic provider, the first active device, one IO thread.
+     *
+     * @return the open {@code Rdma}; close it to release everything it made
+     */
     public static Rdma open() {
         return builder().build();
     }
 
+    /**
+     * {@return the provider in use: {@code verbs}, {@code shm} or {@code tcp} (for {@code auto}, the one
+     * it chose)}
+     */
     public String providerName() {
         return provider.name();
     }
 
-    /** Why this provider: "tcp, as asked", or for auto what was found ("auto: tcp, because verbs …"). */
+    /**
+     * Why this provider: "tcp, as asked", or for auto what was found ("auto: tcp, because verbs …").
+     *
+     * @return the provider and why it was chosen
+     */
     public String providerChoice() {
         return providerChoice;
     }
 
     /**
-     * What {@code provider("auto")} chooses on this machine now, and why (it opens the device
-     * to be sure, and closes it again).
+     * {@return what {@code provider("auto")} chooses on this machine now, and why (it opens the device to
+     * be sure, and closes it again)}
      */
     public static String autoChoice() {
         Chosen c = builder().chooseAndOpen();
@@ -181,14 +208,50 @@ public final class Rdma implements AutoCloseable {
         return c.reason();
     }
 
+    /**
+     * The RDMA devices of this machine with their ports and GIDs, as {@code ibv_devinfo -v} shows
+     * them (each is opened briefly to read it). Empty when there is none.
+     *
+     * @return the devices, in the order libibverbs lists them
+     * @throws ProviderUnavailableException when the verbs provider cannot look: libibverbs or
+     *                                      librdmacm do not load, or native access is off (the
+     *                                      message says which, and how to fix it)
+     * @throws RdmaException                when a device cannot be opened or queried
+     */
+    public static List<DeviceInfo> devices() {
+        List<DeviceInfo> all = new ArrayList<>();
+        for (Provider p : Providers.all()) {
+            all.addAll(p.devices());
+        }
+        return List.copyOf(all);
+    }
+
+    /** {@return every provider of this build, by name, and whether it can run here now (and if not, why)} */
+    public static List<ProviderStatus> providers() {
+        List<ProviderStatus> all = new ArrayList<>();
+        for (Provider p : Providers.all()) {
+            ProviderUnavailableException cause = p.unavailabilityCause();
+            all.add(new ProviderStatus(p.name(), cause == null ? null : cause.getMessage()));
+        }
+        return List.copyOf(all);
+    }
+
     /** A provider and the device opened on it. */
     record Chosen(Provider provider, Device device, String reason) {
     }
 
+    /**
+     * {@return the device in use: an RDMA device's name on verbs ({@code rxe0}, {@code mlx5_0}), the
+     * provider's name on the software providers}
+     */
     public String deviceName() {
         return device.name();
     }
 
+    /**
+     * {@return what the device can do, as far as jrdma uses it: queue and atomic limits, atomics, masked
+     * atomics, SRQ, ODP}
+     */
     public DeviceCapabilities capabilities() {
         return device.capabilities();
     }
@@ -198,13 +261,17 @@ public final class Rdma implements AutoCloseable {
      * connection events, callbacks), on the calling thread, without blocking; returns how much
      * (0: none). One thread polls at a time: a concurrent call returns 0.
      *
+     * @return how much work was done (0: none)
      * @throws IllegalStateException when this instance has IO threads
      */
     public int poll() {
         return io[0].poll();
     }
 
-    /** The kernel thread ids of the IO threads (empty in INLINE mode), e.g. to check their CPU affinity. */
+    /**
+     * {@return the kernel thread ids of the IO threads (empty in INLINE mode), e.g} to check their CPU
+     * affinity.
+     */
     public int[] ioThreadIds() {
         if (io[0].isInline()) {
             return new int[0];
@@ -244,6 +311,8 @@ public final class Rdma implements AutoCloseable {
      * {@code size} zeroed bytes of registered memory, lent by the pool (no registration of its
      * own: allocating and closing cost no system call). Peers reach it through {@link LocalRegion#toRemote()}.
      *
+     * @param size the number of members
+     * @return the region; close it to give the memory back
      * @throws IllegalArgumentException when {@code size} is not positive
      */
     public LocalRegion allocate(long size) {
@@ -255,6 +324,9 @@ public final class Rdma implements AutoCloseable {
      * the sense that the memory holds what the block's previous user left there: data of this
      * process, which a peer given {@link LocalRegion#toRemote() read access} before every byte
      * was written over can read. Use it for buffers that are filled completely before use.
+     *
+     * @param size the number of members
+     * @return the region; close it to give the memory back
      */
     public LocalRegion allocateUninitialized(long size) {
         return allocate(size, false, "allocateUninitialized");
@@ -275,6 +347,9 @@ public final class Rdma implements AutoCloseable {
      * range with the same access again is cheap: the regions share one registration, dropped
      * (and its rkey revoked) when the last of them closes.
      *
+     * @param segment the memory to register
+     * @param access the access to grant (local write is always there)
+     * @return the region; close it to deregister
      * @throws IllegalArgumentException for a heap segment, for REMOTE_WRITE or REMOTE_ATOMIC
      *         without LOCAL_WRITE, and for remote rights beyond {@link Builder#maxRemoteAccess}
      */
@@ -288,6 +363,9 @@ public final class Rdma implements AutoCloseable {
      * not pinned, the device faults them in when it touches them, so memory larger than
      * RLIMIT_MEMLOCK, or mapped files, can be registered. Same rules as {@link #register}.
      *
+     * @param segment the memory to register
+     * @param access the access to grant (local write is always there)
+     * @return the region; close it to deregister
      * @throws UnsupportedCapabilityException when the device has no ODP (rxe, siw, the software
      *         providers), naming the device and the capability
      */
@@ -302,6 +380,7 @@ public final class Rdma implements AutoCloseable {
      * any native memory of this process, with no registration of its own. Remote rights are
      * refused: they would open the whole process to the peer.
      *
+     * @return the region; close it to deregister
      * @throws UnsupportedCapabilityException when the device has no implicit ODP
      */
     public LocalRegion registerAddressSpaceOnDemand() {
@@ -314,6 +393,10 @@ public final class Rdma implements AutoCloseable {
      * Registers {@code length} bytes at physical address {@code physicalAddress} (SnowRDMA's
      * PA-MR), where the device and its driver allow it.
      *
+     * @param physicalAddress the physical address of the first byte
+     * @param length the length in bytes
+     * @param access the access to grant (local write is always there)
+     * @return the region; close it to deregister
      * @throws UnsupportedCapabilityException on the devices jrdma knows: rdma-core has no
      *         user-space call for it; the message names the device
      */
@@ -346,8 +429,8 @@ public final class Rdma implements AutoCloseable {
     }
 
     /**
-     * Whether the calling thread is one of this instance's IO threads: callbacks run there, and a
-     * callback must not block it (close from one returns without waiting for the teardown).
+     * {@return whether the calling thread is one of this instance's IO threads: callbacks run there, and a
+     * callback must not block it (close from one returns without waiting for the teardown)}
      */
     public boolean isIoThread() {
         for (IoThread t : io) {
@@ -358,7 +441,7 @@ public final class Rdma implements AutoCloseable {
         return false;
     }
 
-    /** Whether the pool got huge pages ({@link Builder#hugePages}) for any of its memory. */
+    /** {@return whether the pool got huge pages ({@link Builder#hugePages}) for any of its memory} */
     public boolean hugePagesInUse() {
         return pool.hugePagesInUse();
     }
@@ -459,7 +542,13 @@ public final class Rdma implements AutoCloseable {
 
     // ---------------------------------------------------------------- connections
 
-    /** Listens with the default config. */
+    /**
+     * Listens with the default config.
+     *
+     * @param address the address to listen on (port 0: any free port)
+     * @param onAccept called on the IO thread with each connection once it is established
+     * @return the server; close it to stop listening
+     */
     public RdmaServer listen(InetSocketAddress address, Consumer<Connection> onAccept) {
         return listen(address, ConnectionConfig.defaults(), onAccept);
     }
@@ -467,6 +556,11 @@ public final class Rdma implements AutoCloseable {
     /**
      * Listens on {@code address}; {@code config} applies to every accepted connection (its
      * auth token, if any, must match the client's).
+     *
+     * @param address the address to listen on (port 0: any free port)
+     * @param config how the connection is set up
+     * @param onAccept called on the IO thread with each connection once it is established
+     * @return the server; close it to stop listening
      */
     public RdmaServer listen(InetSocketAddress address, ConnectionConfig config, Consumer<Connection> onAccept) {
         checkOpen();
@@ -521,17 +615,36 @@ public final class Rdma implements AutoCloseable {
         }
     }
 
-    /** Connects with the default config, waiting up to its timeout. */
+    /**
+     * Connects with the default config, waiting up to its timeout.
+     *
+     * @param address the server's address
+     * @return this connection
+     */
     public Connection connect(InetSocketAddress address) {
         return connect(address, ConnectionConfig.defaults());
     }
 
+    /**
+     * Connects to a server with {@code config}, waiting until the connection is established or fails
+     * (within {@link ConnectionConfig#timeout()}).
+     *
+     * @param address the server's address
+     * @param config how the connection is set up
+     * @return this connection
+     */
     public Connection connect(InetSocketAddress address, ConnectionConfig config) {
         // connectAsync's future ends by the timeout itself; the margin is for the IO thread.
         return await(connectAsync(address, config), config.timeout().plusSeconds(5));
     }
 
-    /** Starts connecting; the future completes when the connection is established, or fails with why not. */
+    /**
+     * Starts connecting; the future completes when the connection is established, or fails with why not.
+     *
+     * @param address the server's address
+     * @param config how the connection is set up
+     * @return a future of the connection, once established; exceptionally with why it could not be
+     */
     public CompletableFuture<Connection> connectAsync(InetSocketAddress address, ConnectionConfig config) {
         return connectLife(address, config, null);
     }
@@ -794,6 +907,9 @@ public final class Rdma implements AutoCloseable {
          * The most connections this instance's servers hold at once; a client past it is rejected
          * with a reason ("too many connections"). Every connection costs receive buffers and a
          * queue pair: this bounds what peers can make us allocate. Default 4096.
+         *
+         * @param n the most connections at once
+         * @return this builder
          */
         public Builder maxConnections(int n) {
             if (n < 1) {
@@ -806,6 +922,9 @@ public final class Rdma implements AutoCloseable {
         /**
          * How many accepted connections may be in their handshake at once (software providers):
          * more wait in the kernel's backlog until one finishes or times out. Default 128.
+         *
+         * @param n the most handshakes in progress at once
+         * @return this builder
          */
         public Builder maxPendingHandshakes(int n) {
             if (n < 1) {
@@ -819,6 +938,9 @@ public final class Rdma implements AutoCloseable {
          * How long an accepted connection has to finish its handshake before it is dropped
          * (software providers): a peer that connects and says nothing costs a socket this long.
          * Default 5 s.
+         *
+         * @param timeout the time, positive
+         * @return this builder
          */
         public Builder handshakeTimeout(java.time.Duration timeout) {
             if (timeout.isNegative() || timeout.isZero()) {
@@ -833,6 +955,9 @@ public final class Rdma implements AutoCloseable {
          * (vm.nr_hugepages): fewer TLB misses, and fewer pages for the device to translate. When
          * it has none (or on shm, whose peers map 4 KiB pages) the pool uses normal pages and
          * says so once in the log. Default: off.
+         *
+         * @param on true to turn it on
+         * @return this builder
          */
         public Builder hugePages(boolean on) {
             hugePages = on;
@@ -844,6 +969,9 @@ public final class Rdma implements AutoCloseable {
          * a log warning (logger {@code dev.jrdma}) and the stack where it was made. For debugging:
          * it records a stack trace per region. Default: the system property
          * {@code jrdma.leakDetection} ({@code -Djrdma.leakDetection=true}), else off.
+         *
+         * @param on true to turn it on
+         * @return this builder
          */
         public Builder leakDetection(boolean on) {
             leakDetection = on;
@@ -855,6 +983,9 @@ public final class Rdma implements AutoCloseable {
          * regions): {@link #build()} fails, saying which limit to raise and how, when this process
          * could not pin that much (verbs: RLIMIT_MEMLOCK less what is pinned already, unless it has
          * CAP_IPC_LOCK), rather than a registration failing with ENOMEM later. Default 0: no check.
+         *
+         * @param bytes the bytes
+         * @return this builder
          */
         public Builder memoryBudget(long bytes) {
             if (bytes < 0) {
@@ -870,6 +1001,8 @@ public final class Rdma implements AutoCloseable {
          * and {@link Rdma#register} refuse more. Default: REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC;
          * none at all is allowed (memory that only this side's operations use).
          *
+         * @param rights the most peers may be granted; none: no remote access at all
+         * @return this builder
          * @throws IllegalArgumentException for LOCAL_WRITE, which is not a remote right
          */
         public Builder maxRemoteAccess(Access... rights) {
@@ -882,7 +1015,12 @@ public final class Rdma implements AutoCloseable {
             return this;
         }
 
-        /** "auto" (default), "verbs", "tcp" or "shm". */
+        /**
+         * "auto" (default), "verbs", "tcp" or "shm".
+         *
+         * @param name {@code auto}, {@code verbs}, {@code shm} or {@code tcp}
+         * @return this builder
+         */
         public Builder provider(String name) {
             provider = Objects.requireNonNull(name, "provider");
             return this;
@@ -901,12 +1039,23 @@ public final class Rdma implements AutoCloseable {
             return this;
         }
 
-        /** The device name, e.g. "rxe0"; default: the first with an active port. */
+        /**
+         * The device name, e.g. "rxe0"; default: the first with an active port.
+         *
+         * @param name the device's name, as {@code jrdma devices} lists it
+         * @return this builder
+         */
         public Builder device(String name) {
             device = name;
             return this;
         }
 
+        /**
+         * How the IO threads wait for completions: POLLING, EVENT or ADAPTIVE (the default).
+         *
+         * @param mode the mode
+         * @return this builder
+         */
         public Builder completionMode(CompletionMode mode) {
             completionMode = Objects.requireNonNull(mode, "completionMode");
             return this;
@@ -915,6 +1064,9 @@ public final class Rdma implements AutoCloseable {
         /**
          * IO threads connections are spread over (default 1: the single-thread IO model), or
          * {@link Rdma#INLINE} (0): none, the application calls {@link Rdma#poll()}.
+         *
+         * @param n IO threads, or {@link Rdma#INLINE} for none
+         * @return this builder
          */
         public Builder ioThreads(int n) {
             if (n < 0 || n > 256) {
@@ -932,6 +1084,9 @@ public final class Rdma implements AutoCloseable {
          * throws IllegalStateException naming both threads, rather than race. Regions, connect,
          * listen and close keep their own thread safety, but {@code close} and the blocking calls
          * poll while they wait, so they too belong on the owner. Default false.
+         *
+         * @param single true for single-threaded use
+         * @return this builder
          */
         public Builder singleThreaded(boolean single) {
             singleThreaded = single;
@@ -942,6 +1097,9 @@ public final class Rdma implements AutoCloseable {
          * Receives the device's asynchronous events (port up/down, fatal QP or device errors), on
          * IO thread 0; every event is also logged. A fatal one has already put its connection in
          * ERROR when the listener hears of it.
+         *
+         * @param listener told of each change, on the IO thread
+         * @return this builder
          */
         public Builder onDeviceEvent(Consumer<DeviceEvent> listener) {
             onDeviceEvent = listener;
@@ -951,6 +1109,9 @@ public final class Rdma implements AutoCloseable {
         /**
          * Pins IO thread {@code i} to CPU {@code cpus[i % cpus.length]} (sched_setaffinity);
          * {@link #build()} fails naming the CPU when the kernel refuses it.
+         *
+         * @param cpus the CPUs, 0 to 1023; IO thread i is pinned to {@code cpus[i % cpus.length]}
+         * @return this builder
          */
         public Builder cpuAffinity(int... cpus) {
             for (int c : cpus) {
@@ -964,7 +1125,7 @@ public final class Rdma implements AutoCloseable {
 
         /**
          * The provider asked for, opened; for {@code auto}: verbs when it has a device that opens,
-         * else tcp, saying in the log why verbs was passed over.
+         * else tcp, saying why verbs was passed over in {@link Rdma#providerChoice()} (and the log, at DEBUG).
          */
         Chosen chooseAndOpen() {
             if (providerInstance != null) {
@@ -994,7 +1155,7 @@ public final class Rdma implements AutoCloseable {
                             String reason = "auto: " + software + (software.equals("shm")
                                     ? " (direct shared memory to peers on this host, tcp to the others)" : "")
                                     + ", because verbs cannot be used here: " + whyNotVerbs;
-                            LOG.log(System.Logger.Level.INFO, "jrdma chose the {0}", reason);
+                            LOG.log(System.Logger.Level.DEBUG, "jrdma chose the {0}", reason);
                             return new Chosen(p, p.open(null), reason);
                         }
                     }
@@ -1015,6 +1176,11 @@ public final class Rdma implements AutoCloseable {
             throw new ProviderUnavailableException(provider, "no such provider; providers here: " + names);
         }
 
+        /**
+         * Opens the provider and device and starts the IO threads.
+         *
+         * @return the open {@code Rdma}
+         */
         public Rdma build() {
             if (singleThreaded && ioThreads != INLINE) {
                 throw new IllegalArgumentException("singleThreaded needs ioThreads(Rdma.INLINE): with IO threads of its own "

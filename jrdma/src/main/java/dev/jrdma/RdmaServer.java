@@ -27,12 +27,12 @@ public final class RdmaServer implements AutoCloseable {
         this.onAccept = onAccept;
     }
 
-    /** The bound address (with the port chosen when 0 was asked). */
+    /** {@return the bound address (with the port chosen when 0 was asked)} */
     public InetSocketAddress address() {
         return listener.address();
     }
 
-    /** The live connections accepted here. */
+    /** {@return the live connections accepted here} */
     public List<Connection> connections() {
         return List.copyOf(connections);
     }

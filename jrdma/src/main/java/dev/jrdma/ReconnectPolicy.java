@@ -38,6 +38,9 @@ public final class ReconnectPolicy {
      * Exponential backoff from {@code first} up to {@code max} between attempts, with no limit on
      * attempts or time until one is set, and a jitter of 0.2.
      *
+     * @param first the wait before the first attempt (zero or more)
+     * @param max the longest wait between attempts (at least {@code first})
+     * @return the new policy
      * @throws IllegalArgumentException when {@code first} is negative or {@code max} less than {@code first}
      */
     public static ReconnectPolicy backoff(Duration first, Duration max) {
@@ -50,7 +53,12 @@ public final class ReconnectPolicy {
         return new ReconnectPolicy(first, max, Integer.MAX_VALUE, FOREVER, 0.2);
     }
 
-    /** At most {@code n} attempts after a failure (n >= 1). */
+    /**
+     * At most {@code n} attempts after a failure (n >= 1).
+     *
+     * @param n attempts, at least 1
+     * @return the new policy
+     */
     public ReconnectPolicy withMaxAttempts(int n) {
         requireBackoff("withMaxAttempts");
         if (n < 1) {
@@ -59,7 +67,12 @@ public final class ReconnectPolicy {
         return new ReconnectPolicy(first, max, n, giveUpAfter, jitter);
     }
 
-    /** No attempt starts later than {@code total} after the failure. */
+    /**
+     * No attempt starts later than {@code total} after the failure.
+     *
+     * @param total the time after a failure past which no attempt starts
+     * @return the new policy
+     */
     public ReconnectPolicy withGiveUpAfter(Duration total) {
         requireBackoff("withGiveUpAfter");
         Objects.requireNonNull(total, "total");
@@ -69,7 +82,12 @@ public final class ReconnectPolicy {
         return new ReconnectPolicy(first, max, maxAttempts, total, jitter);
     }
 
-    /** Up to this part (0 to 1) of each delay is taken off at random; 0: exact delays. */
+    /**
+     * Up to this part (0 to 1) of each delay is taken off at random; 0: exact delays.
+     *
+     * @param part the part of each delay, 0 to 1
+     * @return the new policy
+     */
     public ReconnectPolicy withJitter(double part) {
         requireBackoff("withJitter");
         if (!(part >= 0 && part <= 1)) {
@@ -84,26 +102,42 @@ public final class ReconnectPolicy {
         }
     }
 
+    /** {@return whether a failed connection connects again: false only for {@link #NEVER}} */
     public boolean reconnects() {
         return this != NEVER;
     }
 
+    /** {@return the wait before the first attempt; each later one doubles it, up to {@link #max()}} */
     public Duration first() {
         return first;
     }
 
+    /** {@return the longest wait between two attempts} */
     public Duration max() {
         return max;
     }
 
+    /**
+     * Attempts after one failure before giving up ({@link Integer#MAX_VALUE}: no limit).
+     *
+     * @return attempts after one failure before giving up ({@link Integer#MAX_VALUE}: no limit)
+     */
     public int maxAttempts() {
         return maxAttempts;
     }
 
+    /**
+     * {@return how long after a failure an attempt may still start; no limit unless {@link
+     * #withGiveUpAfter} set one}
+     */
     public Duration giveUpAfter() {
         return giveUpAfter;
     }
 
+    /**
+     * {@return the share of each wait, 0 to 1, that is taken off at random so that many clients do not
+     * retry in step}
+     */
     public double jitter() {
         return jitter;
     }

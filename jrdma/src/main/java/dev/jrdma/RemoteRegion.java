@@ -63,24 +63,37 @@ public final class RemoteRegion {
         this.leaseEnd = leaseEnd;
     }
 
-    /** A region from a peer's own format (for instance a C program that sent addr/len/rkey). */
+    /**
+     * {@return a region from a peer's own format (for instance a C program that sent addr/len/rkey)}
+     *
+     * @param address the address of the region in the peer's memory
+     * @param length its length in bytes
+     * @param rkey its rkey
+     */
     public static RemoteRegion of(long address, long length, int rkey) {
         return new RemoteRegion(address, length, rkey, ACCESS_UNKNOWN);
     }
 
+    /** {@return the address of the region's first byte in the peer's memory} */
     public long address() {
         return address;
     }
 
+    /** {@return the region's length in bytes: an operation reaching past it is refused before it is posted} */
     public long length() {
         return length;
     }
 
+    /** {@return the key the peer's device checks every access against} */
     public int rkey() {
         return rkey;
     }
 
-    /** When the lease it was handed out with ends; empty when it has none. */
+    /**
+     * When the lease it was handed out with ends; empty when it has none.
+     *
+     * @return when the lease ends, if the region is a lease; empty otherwise
+     */
     public java.util.Optional<java.time.Instant> leaseEnd() {
         return leaseEnd == 0 ? java.util.Optional.empty() : java.util.Optional.of(java.time.Instant.ofEpochMilli(leaseEnd));
     }
@@ -90,22 +103,27 @@ public final class RemoteRegion {
         return leaseEnd;
     }
 
-    /** True unless the owner said it does not grant {@code a} (unknown for {@link #of} regions: true). */
+    /**
+     * {@return true unless the owner said it does not grant {@code a} (unknown for {@link #of} regions:
+     * true)}
+     *
+     * @param a the access
+     */
     public boolean allows(Access a) {
         return access == ACCESS_UNKNOWN || (access & a.bit) != 0;
     }
 
     /**
-     * True when the owner declared that writes reach persistent memory directly, so that
-     * {@link Connection#flush} with {@link FlushType#PERSISTENT} can be promised.
+     * {@return true when the owner declared that writes reach persistent memory directly, so that {@link
+     * Connection#flush} with {@link FlushType#PERSISTENT} can be promised}
      */
     public boolean directWriteToPmem() {
         return access != ACCESS_UNKNOWN && (access & DIRECT_WRITE_TO_PMEM) != 0;
     }
 
     /**
-     * This region with the owner's declaration of direct write to persistent memory: for a C
-     * peer that says so in its own way (librpma's {@code rpma_peer_cfg}).
+     * {@return this region with the owner's declaration of direct write to persistent memory: for a C peer
+     * that says so in its own way (librpma's {@code rpma_peer_cfg})}
      */
     public RemoteRegion withDirectWriteToPmem() {
         int a = access == ACCESS_UNKNOWN ? (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC
@@ -113,13 +131,19 @@ public final class RemoteRegion {
         return new RemoteRegion(address, length, rkey, a, leaseEnd);
     }
 
-    /** {@code length} bytes at {@code offset} of this region. */
+    /**
+     * {@code length} bytes at {@code offset} of this region.
+     *
+     * @param offset where the slice starts, from the start of this region
+     * @param length the slice's length in bytes
+     * @return the slice, with the same key and access
+     */
     public RemoteRegion slice(long offset, long length) {
         Objects.checkFromIndexSize(offset, length, this.length);
         return new RemoteRegion(address + offset, length, rkey, access, leaseEnd);
     }
 
-    /** Its descriptor: version 1 (32 bytes) without a lease, version 2 (40 bytes) with one. */
+    /** {@return its descriptor: version 1 (32 bytes) without a lease, version 2 (40 bytes) with one} */
     public byte[] toDescriptor() {
         boolean leased = leaseEnd != 0;
         int n = leased ? LEASED_DESCRIPTOR_BYTES : DESCRIPTOR_BYTES;
@@ -137,6 +161,8 @@ public final class RemoteRegion {
     /**
      * Reads a descriptor made by {@link #toDescriptor}, of either version.
      *
+     * @param d the descriptor's bytes, as {@link #toDescriptor()} made them
+     * @return the region the descriptor names
      * @throws IllegalArgumentException naming what is wrong: magic, version, length, checksum
      */
     public static RemoteRegion fromDescriptor(byte[] d) {

@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.jrdma.spi.DeviceCapabilities;
+import dev.jrdma.device.DeviceCapabilities;
 
 import java.time.Duration;
 

@@ -24,7 +24,7 @@ import java.util.stream.Stream;
  *
  * <pre>
  *   collective → dev.jrdma (API) → memory, runtime → provider.{verbs,tcp,shm} → provider.verbs.ffi, spi
- *              → os (libc) → exceptions
+ *              → os (libc) → exceptions, device (plain values of what the devices are)
  * </pre>
  */
 class LayeringTest {
@@ -33,16 +33,17 @@ class LayeringTest {
     /** Each layer and the layers it may use (its own package is always allowed). */
     static final Map<String, Set<String>> MAY_USE = Map.ofEntries(
             Map.entry("exceptions", Set.of()),
+            Map.entry("device", Set.of()),
             Map.entry("os", Set.of("exceptions")),
-            Map.entry("spi", Set.of("os", "exceptions")),
+            Map.entry("spi", Set.of("os", "device", "exceptions")),
             Map.entry("provider.verbs.ffi", Set.of("os", "exceptions")),
-            Map.entry("provider.verbs", Set.of("provider.verbs.ffi", "spi", "os", "exceptions")),
-            Map.entry("provider.tcp", Set.of("spi", "os", "exceptions")),
-            Map.entry("provider.shm", Set.of("provider.tcp", "spi", "os", "exceptions")),
-            Map.entry("memory", Set.of("spi", "os", "exceptions")),
-            Map.entry("runtime", Set.of("spi", "os", "exceptions")),
-            Map.entry("api", Set.of("memory", "runtime", "spi", "os", "exceptions")),
-            Map.entry("collective", Set.of("api", "runtime", "exceptions")));
+            Map.entry("provider.verbs", Set.of("provider.verbs.ffi", "spi", "os", "device", "exceptions")),
+            Map.entry("provider.tcp", Set.of("spi", "os", "device", "exceptions")),
+            Map.entry("provider.shm", Set.of("provider.tcp", "spi", "os", "device", "exceptions")),
+            Map.entry("memory", Set.of("spi", "os", "device", "exceptions")),
+            Map.entry("runtime", Set.of("spi", "os", "device", "exceptions")),
+            Map.entry("api", Set.of("memory", "runtime", "spi", "os", "device", "exceptions")),
+            Map.entry("collective", Set.of("api", "runtime", "device", "exceptions")));
 
     private static final Pattern REFERENCE = Pattern.compile("(?<![\\w.])dev\\.jrdma((?:\\.[a-z]\\w*)*)\\.[A-Z*]");
     private static final Pattern IMPORT = Pattern.compile("^\\s*import\\s+(static\\s+)?[\\w.*]+\\s*;");

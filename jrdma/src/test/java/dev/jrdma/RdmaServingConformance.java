@@ -10,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.jrdma.exceptions.ConnectionClosedException;
 import dev.jrdma.exceptions.RemoteAccessException;
 import dev.jrdma.provider.verbs.ffi.VerbsLeakTest;
-import dev.jrdma.runtime.CompletionMode;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;

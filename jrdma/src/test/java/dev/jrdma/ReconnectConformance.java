@@ -12,7 +12,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.jrdma.exceptions.ConnectionClosedException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.WorkCompletionException;
-import dev.jrdma.runtime.CompletionMode;
 
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;

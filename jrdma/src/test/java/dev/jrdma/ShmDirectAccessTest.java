@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.jrdma.exceptions.RemoteAccessException;
-import dev.jrdma.runtime.CompletionMode;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

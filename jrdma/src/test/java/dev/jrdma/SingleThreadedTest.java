@@ -1,6 +1,5 @@
 package dev.jrdma;
 
-import dev.jrdma.runtime.CompletionMode;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -1,6 +1,6 @@
 package dev.jrdma.bench;
 
-import dev.jrdma.runtime.CompletionMode;
+import dev.jrdma.CompletionMode;
 import dev.jrdma.Completion;
 import dev.jrdma.Connection;
 import dev.jrdma.ConnectionConfig;

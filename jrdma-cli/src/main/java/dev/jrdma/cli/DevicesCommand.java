@@ -1,18 +1,11 @@
 package dev.jrdma.cli;
 
-import dev.jrdma.exceptions.ProviderUnavailableException;
+import dev.jrdma.ProviderStatus;
+import dev.jrdma.Rdma;
+import dev.jrdma.device.DeviceInfo;
+import dev.jrdma.device.GidInfo;
+import dev.jrdma.device.PortInfo;
 import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.provider.verbs.VerbsDevices;
-import dev.jrdma.provider.verbs.VerbsDevices.DeviceInfo;
-import dev.jrdma.provider.verbs.VerbsDevices.GidInfo;
-import dev.jrdma.provider.verbs.VerbsDevices.PortInfo;
-import dev.jrdma.provider.verbs.ffi.IbvDevice;
-import dev.jrdma.provider.verbs.ffi.IbvGidEntry;
-import dev.jrdma.provider.verbs.ffi.IbvPortAttr;
-import dev.jrdma.provider.verbs.ffi.LibIbverbs;
-import dev.jrdma.provider.verbs.ffi.NativeLibraries;
-import dev.jrdma.spi.Provider;
-import dev.jrdma.spi.Providers;
 
 import java.io.PrintStream;
 import java.util.List;
@@ -50,24 +43,17 @@ final class DevicesCommand {
                 }
             }
         }
-        ProviderUnavailableException libraries = NativeLibraries.unavailabilityCause();
-        if (libraries != null) {
-            out.println("No RDMA device: " + libraries.getMessage());
-            printProviders(out);
-            return 0;
-        }
         List<DeviceInfo> devices;
         try {
-            devices = VerbsDevices.describeAll();
+            devices = Rdma.devices();
         } catch (RdmaException e) {
-            out.println("No RDMA device: " + e.getMessage());
-            printProviders(out);
-            return 0;
+            return noDevice(only, "No RDMA device: " + e.getMessage(), out, err);
         }
         if (devices.isEmpty()) {
-            out.println("No RDMA device found (ibv_get_device_list lists none).");
-            printProviders(out);
-            return 0;
+            String verbs = Rdma.providers().stream().filter(p -> p.name().equals("verbs") && !p.available())
+                    .map(ProviderStatus::unavailableBecause).findFirst().orElse(null);
+            return noDevice(only, verbs != null ? "No RDMA device: " + verbs
+                    : "No RDMA device found (ibv_get_device_list lists none).", out, err);
         }
         boolean found = false;
         for (DeviceInfo d : devices) {
@@ -77,21 +63,34 @@ final class DevicesCommand {
             }
         }
         if (!found) {
-            err.println("jrdma devices: no device named '" + only + "'; there are "
-                    + devices.stream().map(DeviceInfo::name).toList());
+            err.println("jrdma devices: device " + only + " not found (there are "
+                    + String.join(", ", devices.stream().map(DeviceInfo::name).toList()) + ")");
             return 1;
         }
         return 0;
     }
 
+    /**
+     * No device at all: without {@code -d} that is an answer (which providers there are, and what
+     * auto chooses instead); with {@code -d NAME} the named device is not there, an error.
+     */
+    private static int noDevice(String only, String why, PrintStream out, PrintStream err) {
+        if (only != null) {
+            err.println("jrdma devices: device " + only + " not found (" + why + ")");
+            return 1;
+        }
+        out.println(why);
+        printProviders(out);
+        return 0;
+    }
+
     private static void printProviders(PrintStream out) {
         out.println("Providers:");
-        for (Provider p : Providers.all()) {
-            ProviderUnavailableException cause = p.unavailabilityCause();
-            out.println("  " + p.name() + ": " + (cause == null ? "available" : "unavailable (" + cause.getMessage() + ")"));
+        for (ProviderStatus p : Rdma.providers()) {
+            out.println("  " + p);
         }
         try {
-            out.println("The default provider, auto, chooses " + dev.jrdma.Rdma.autoChoice().replaceFirst("^auto: ", ""));
+            out.println("The default provider, auto, chooses " + Rdma.autoChoice().replaceFirst("^auto: ", ""));
         } catch (RdmaException e) {
             out.println("The default provider, auto, finds nothing it can use: " + e.getMessage());
         }
@@ -103,16 +102,8 @@ final class DevicesCommand {
     }
 
     private static String mtu(int mtu) {
-        int bytes = LibIbverbs.mtuBytes(mtu);
+        int bytes = PortInfo.mtuBytes(mtu);
         return (bytes == 0 ? "invalid MTU" : Integer.toString(bytes)) + " (" + mtu + ")";
-    }
-
-    private static String linkLayer(int ll) {
-        return switch (ll) {
-            case IbvPortAttr.LINK_LAYER_UNSPECIFIED, IbvPortAttr.LINK_LAYER_INFINIBAND -> "InfiniBand";
-            case IbvPortAttr.LINK_LAYER_ETHERNET -> "Ethernet";
-            default -> "Unknown";
-        };
     }
 
     private static String yesNo(boolean b) {
@@ -121,7 +112,7 @@ final class DevicesCommand {
 
     static void print(DeviceInfo d, boolean verbose, PrintStream out) {
         out.println("hca_id:\t" + d.name());
-        out.println("\ttransport:\t\t\t" + IbvDevice.transportName(d.transportType()) + " (" + d.transportType() + ")");
+        out.println("\ttransport:\t\t\t" + d.transportName() + " (" + d.transportType() + ")");
         if (!d.fwVer().isEmpty()) {
             out.println("\tfw_ver:\t\t\t\t" + d.fwVer());
         }
@@ -146,7 +137,7 @@ final class DevicesCommand {
             out.println("\tmax_qp_rd_atom:\t\t\t" + d.maxQpRdAtom());
             out.println("\tmax_res_rd_atom:\t\t" + d.maxResRdAtom());
             out.println("\tmax_qp_init_rd_atom:\t\t" + d.maxQpInitRdAtom());
-            out.println("\tatomic_cap:\t\t\t" + LibIbverbs.atomicCapName(d.atomicCap()) + " (" + d.atomicCap() + ")");
+            out.println("\tatomic_cap:\t\t\t" + d.atomicCapName() + " (" + d.atomicCap() + ")");
             out.println("\tmax_mw:\t\t\t\t" + d.maxMw());
             out.println("\tmax_ah:\t\t\t\t" + d.maxAh());
             out.println("\tmax_srq:\t\t\t" + d.maxSrq());
@@ -164,13 +155,13 @@ final class DevicesCommand {
                 + " max_qp_wr=" + d.maxQpWr() + " max_cqe=" + d.maxCqe());
         for (PortInfo p : d.ports()) {
             out.println("\t\tport:\t" + p.port());
-            out.println("\t\t\tstate:\t\t\t" + LibIbverbs.portStateName(p.state()) + " (" + p.state() + ")");
+            out.println("\t\t\tstate:\t\t\t" + p.stateName() + " (" + p.state() + ")");
             out.println("\t\t\tmax_mtu:\t\t" + mtu(p.maxMtu()));
             out.println("\t\t\tactive_mtu:\t\t" + mtu(p.activeMtu()));
             out.println("\t\t\tsm_lid:\t\t\t" + p.smLid());
             out.println("\t\t\tport_lid:\t\t" + p.lid());
             out.printf("\t\t\tport_lmc:\t\t0x%02x%n", p.lmc());
-            out.println("\t\t\tlink_layer:\t\t" + linkLayer(p.linkLayer()));
+            out.println("\t\t\tlink_layer:\t\t" + p.linkLayerName());
             if (verbose) {
                 out.printf("\t\t\tmax_msg_sz:\t\t0x%x%n", p.maxMsgSz());
                 out.printf("\t\t\tport_cap_flags:\t\t0x%08x%n", p.portCapFlags());
@@ -178,12 +169,10 @@ final class DevicesCommand {
                 out.println("\t\t\tgid_tbl_len:\t\t" + p.gidTblLen());
             }
             for (GidInfo g : p.gids()) {
-                if (!verbose && p.gids().size() > 0 && g.type() != IbvGidEntry.GID_TYPE_ROCE_V2
-                        && p.linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET) {
+                if (!verbose && !g.roceV2() && p.ethernet()) {
                     continue;   // without -v, an Ethernet port shows only its RoCE v2 GIDs (the ones jrdma uses)
                 }
-                String type = p.linkLayer() == IbvPortAttr.LINK_LAYER_ETHERNET
-                        ? ", " + IbvGidEntry.gidTypeName(g.type()) : "";
+                String type = p.ethernet() ? ", " + g.typeName() : "";
                 out.printf("\t\t\tGID[%3d]:\t\t%s%s%n", g.index(),
                         GidText.of(g.gid()), type);
             }

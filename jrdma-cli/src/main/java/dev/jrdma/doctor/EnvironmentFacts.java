@@ -2,14 +2,10 @@ package dev.jrdma.doctor;
 
 import dev.jrdma.exceptions.ProviderUnavailableException;
 import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.provider.verbs.VerbsDevices;
-import dev.jrdma.provider.verbs.VerbsDevices.DeviceInfo;
-import dev.jrdma.provider.verbs.VerbsDevices.GidInfo;
-import dev.jrdma.provider.verbs.VerbsDevices.PortInfo;
-import dev.jrdma.provider.verbs.ffi.IbvGidEntry;
-import dev.jrdma.provider.verbs.ffi.IbvPortAttr;
-import dev.jrdma.provider.verbs.ffi.LibIbverbs;
-import dev.jrdma.provider.verbs.ffi.NativeLibraries;
+import dev.jrdma.Rdma;
+import dev.jrdma.device.DeviceInfo;
+import dev.jrdma.device.GidInfo;
+import dev.jrdma.device.PortInfo;
 
 import java.io.IOException;
 import java.net.InetAddress;
@@ -67,27 +63,23 @@ public record EnvironmentFacts(Runtime.Version jdkVersion, boolean nativeAccess,
     /** Looks at this process and machine. */
     public static EnvironmentFacts gather() {
         String libraries = null;
-        ProviderUnavailableException cause = NativeLibraries.unavailabilityCause();
-        if (cause != null) {
-            libraries = cause.getMessage();
-        }
         List<Device> devices = List.of();
         String devicesError = null;
-        if (libraries == null) {
-            try {
-                devices = VerbsDevices.describeAll().stream().map(EnvironmentFacts::device).toList();
-            } catch (RdmaException e) {
-                devicesError = e.getMessage();
-            }
+        try {
+            devices = Rdma.devices().stream().map(EnvironmentFacts::device).toList();
+        } catch (ProviderUnavailableException e) {
+            libraries = e.getMessage();
+        } catch (RdmaException e) {
+            devicesError = e.getMessage();
         }
         String status = read("/proc/self/status");
         String auto;
         try {
-            auto = dev.jrdma.Rdma.autoChoice();
+            auto = Rdma.autoChoice();
         } catch (RdmaException e) {
             auto = "nothing usable: " + e.getMessage();
         }
-        return new EnvironmentFacts(Runtime.version(), dev.jrdma.Rdma.class.getModule().isNativeAccessEnabled(), libraries,
+        return new EnvironmentFacts(Runtime.version(), Rdma.class.getModule().isNativeAccessEnabled(), libraries,
                 listDeviceNodes(), devices, devicesError, memlockSoft(read("/proc/self/limits")), pinned(status),
                 capability(status, CAP_IPC_LOCK), module("rdma_rxe", "rxe"), module("siw", "siw"), onPath("rdma"),
                 upNetdevs(), meminfo("HugePages_Total"), meminfo("Hugepagesize"), auto);
@@ -99,16 +91,11 @@ public record EnvironmentFacts(Runtime.Version jdkVersion, boolean nativeAccess,
             List<Gid> gids = new ArrayList<>();
             for (GidInfo g : p.gids()) {
                 InetAddress a = g.ipAddress();
-                gids.add(new Gid(g.index(), a == null ? g.text() : a.getHostAddress(), IbvGidEntry.gidTypeName(g.type()), a,
+                gids.add(new Gid(g.index(), a == null ? g.text() : a.getHostAddress(), g.typeName(), a,
                         netdev(g.ndevIfindex())));
             }
-            String link = switch (p.linkLayer()) {
-                case IbvPortAttr.LINK_LAYER_ETHERNET -> "Ethernet (RoCE)";
-                case IbvPortAttr.LINK_LAYER_UNSPECIFIED, IbvPortAttr.LINK_LAYER_INFINIBAND -> "InfiniBand";
-                default -> "unknown";
-            };
-            ports.add(new Port(p.port(), LibIbverbs.portStateName(p.state()), p.active(), link,
-                    LibIbverbs.mtuBytes(p.activeMtu()), List.copyOf(gids)));
+            String link = p.ethernet() ? "Ethernet (RoCE)" : p.linkLayerName();
+            ports.add(new Port(p.port(), p.stateName(), p.active(), link, p.activeMtuBytes(), List.copyOf(gids)));
         }
         return new Device(d.name(), List.copyOf(ports));
     }

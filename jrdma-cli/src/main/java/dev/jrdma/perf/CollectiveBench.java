@@ -42,8 +42,8 @@ public final class CollectiveBench {
     static final int WARM = 100, TIMED = 100;
     static final long CASE_NANOS = TimeUnit.SECONDS.toNanos(30);
     /** The IO threads' completion mode (-Djrdma.bench.completionMode, default ADAPTIVE as a user gets). */
-    static final dev.jrdma.runtime.CompletionMode MODE =
-            dev.jrdma.runtime.CompletionMode.valueOf(System.getProperty("jrdma.bench.completionMode", "ADAPTIVE"));
+    static final dev.jrdma.CompletionMode MODE =
+            dev.jrdma.CompletionMode.valueOf(System.getProperty("jrdma.bench.completionMode", "ADAPTIVE"));
 
     private CollectiveBench() {
     }

@@ -1,10 +1,9 @@
 package dev.jrdma.perf;
 
-import dev.jrdma.provider.verbs.VerbsDevices;
-import dev.jrdma.provider.verbs.VerbsDevices.DeviceInfo;
-import dev.jrdma.provider.verbs.VerbsDevices.GidInfo;
-import dev.jrdma.provider.verbs.VerbsDevices.PortInfo;
-import dev.jrdma.provider.verbs.ffi.IbvGidEntry;
+import dev.jrdma.Rdma;
+import dev.jrdma.device.DeviceInfo;
+import dev.jrdma.device.GidInfo;
+import dev.jrdma.device.PortInfo;
 
 import java.net.InetAddress;
 import java.util.List;
@@ -37,7 +36,7 @@ final class GidAddresses {
         DeviceInfo d = device(device);
         PortInfo p = d.ports().get(0);
         for (GidInfo g : p.gids()) {
-            if (g.type() == IbvGidEntry.GID_TYPE_ROCE_V2 && g.ipv4Mapped()) {
+            if (g.roceV2() && g.ipv4Mapped()) {
                 return g.ipAddress();
             }
         }
@@ -47,7 +46,7 @@ final class GidAddresses {
     }
 
     private static DeviceInfo device(String name) {
-        List<DeviceInfo> all = VerbsDevices.describeAll();
+        List<DeviceInfo> all = Rdma.devices();
         for (DeviceInfo d : all) {
             if (name == null || name.equals(d.name())) {
                 if (d.ports().isEmpty()) {
@@ -62,6 +61,6 @@ final class GidAddresses {
 
     private static String describe(GidInfo g) {
         InetAddress a = g.ipAddress();
-        return (a == null ? g.text() : a.getHostAddress()) + " (" + IbvGidEntry.gidTypeName(g.type()) + ")";
+        return (a == null ? g.text() : a.getHostAddress()) + " (" + g.typeName() + ")";
     }
 }

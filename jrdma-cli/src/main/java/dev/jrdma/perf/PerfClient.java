@@ -7,7 +7,7 @@ import dev.jrdma.LocalRegion;
 import dev.jrdma.Rdma;
 import dev.jrdma.RemoteRegion;
 import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.runtime.CompletionMode;
+import dev.jrdma.CompletionMode;
 
 import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
@@ -208,10 +208,10 @@ final class PerfClient implements AutoCloseable {
             }
             if (rdma.poll() == 0) {
                 if (c.state() != ConnectionState.ESTABLISHED) {
-                    throw new RdmaException("jrdma perf: the connection ended during " + test.perftestName() + " (" + c.state() + ")");
+                    throw new RdmaException("the connection ended during " + test.perftestName() + " (" + c.state() + ")");
                 }
                 if (idle.expired()) {
-                    throw new RdmaException("jrdma perf: " + test.perftestName() + ": no operation completed for 60 s ("
+                    throw new RdmaException(test.perftestName() + ": no operation completed for 60 s ("
                             + (posted - counter.completed) + " outstanding)");
                 }
                 continue;
@@ -331,7 +331,7 @@ final class PerfClient implements AutoCloseable {
             JrdmaLoopback.spinPause(spinsPerPoll);
             if ((++spins & (spinsPerPoll - 1)) == 0 && rdma.poll() == 0
                     && (c.state() != ConnectionState.ESTABLISHED || idle.expired())) {
-                throw new RdmaException("jrdma perf: write_lat: the server stopped answering (" + c.state() + ")");
+                throw new RdmaException("write_lat: the server stopped answering (" + c.state() + ")");
             }
         }
     }
@@ -340,7 +340,7 @@ final class PerfClient implements AutoCloseable {
         IdleDeadline idle = new IdleDeadline(PerfControl.TIMEOUT_NANOS);
         while (counter.completed < count) {
             if (rdma.poll() == 0 && (c.state() != ConnectionState.ESTABLISHED || idle.expired())) {
-                throw new RdmaException("jrdma perf: an operation did not complete (" + c.state() + ")");
+                throw new RdmaException("an operation did not complete (" + c.state() + ")");
             }
         }
     }
@@ -355,7 +355,7 @@ final class PerfClient implements AutoCloseable {
                 idle.progressed();
             }
             if (rdma.poll() == 0 && (c.state() != ConnectionState.ESTABLISHED || idle.expired())) {
-                throw new RdmaException("jrdma perf: " + (count - done.completed) + " operations did not complete ("
+                throw new RdmaException((count - done.completed) + " operations did not complete ("
                         + c.state() + ")");
             }
         }
@@ -375,12 +375,13 @@ final class PerfClient implements AutoCloseable {
 
         @Override
         public void failed(Throwable e, Object a) {
-            throw new RdmaException("jrdma perf: an operation failed: " + e.getMessage(), e);
+            throw new RdmaException("an operation failed: " + e.getMessage(), e);
         }
     }
 
     /**
-     * A progress line on stderr for runs longer than two seconds, redrawn every second. The clock
+     * A progress line (on stderr, when it is a terminal) for timed runs longer than two seconds,
+     * redrawn every second; the warm-up rounds show none. The clock
      * is read every {@code stride} iterations, a stride that doubles while checks come less than
      * 20 ms apart and halves when they come more than 200 ms apart: a fast run reads it a few
      * times per 20 ms, and a slow one (600 one-MiB reads on Soft-RoCE) still shows its progress.
@@ -414,7 +415,7 @@ final class PerfClient implements AutoCloseable {
             }
             nextCheck = done + stride;
             if (now > next) {
-                progress.printf("\r%s: %d%% of %d iterations", what, done * 100 / total, total);
+                progress.printf("\r%s: %d%% of %d timed iterations", what, done * 100 / total, total);
                 progress.flush();
                 shown = true;
                 next = now + 1_000_000_000L;

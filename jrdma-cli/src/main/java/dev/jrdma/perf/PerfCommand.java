@@ -29,6 +29,10 @@ public final class PerfCommand {
 
     /** Exit code: 0 ok, 1 the run failed, 2 usage. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
+        if (java.util.Arrays.asList(args).contains("--help") || java.util.Arrays.asList(args).contains("-h")) {
+            out.print(PerfOptions.USAGE);
+            return 0;
+        }
         PerfOptions o;
         try {
             o = PerfOptions.parse(args);
@@ -48,7 +52,7 @@ public final class PerfCommand {
             if (o.loopback()) {
                 return loopback(o, args, out, err);
             }
-            try (PerfClient client = new PerfClient(o, new InetSocketAddress(o.host(), o.port()), err)) {
+            try (PerfClient client = new PerfClient(o, new InetSocketAddress(o.host(), o.port()), progressTo(err, System.console()))) {
                 List<PerfClient.Result> results = client.runAll();
                 RunFacts facts = client.facts();
                 PerfReport.print(out, o, facts, results);
@@ -97,7 +101,7 @@ public final class PerfCommand {
                 }
             });
             InetSocketAddress at = address.get(60, TimeUnit.SECONDS);
-            try (PerfClient client = new PerfClient(o, at, err)) {
+            try (PerfClient client = new PerfClient(o, at, progressTo(err, System.console()))) {
                 List<PerfClient.Result> results = client.runAll();
                 RunFacts facts = client.facts();
                 if (!server.waitFor(60, TimeUnit.SECONDS)) {
@@ -113,6 +117,14 @@ public final class PerfCommand {
     }
 
     private static final String WAITING_ON = "server waiting on ";
+
+    /**
+     * Where the progress line goes: stderr when the command runs on a terminal, else nowhere. The
+     * line is redrawn with a carriage return, which in a file or a pipe is only noise.
+     */
+    static PrintStream progressTo(PrintStream err, java.io.Console console) {
+        return console != null && console.isTerminal() ? err : null;
+    }
 
     /**
      * Where this command's code and the library's are (directories or jars), then the class path:

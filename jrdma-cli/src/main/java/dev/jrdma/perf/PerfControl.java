@@ -72,13 +72,13 @@ final class PerfControl {
     static int[] expect(Rdma rdma, Connection c, int kind, long timeoutNanos, boolean idleSleep) {
         try (Message m = await(rdma, c, c.receive(), "waiting for the peer", timeoutNanos, idleSleep)) {
             if (m.imm().orElse(0) != IMM || m.byteCount() != BYTES) {
-                throw new RdmaException("jrdma perf: expected a control message, got " + m.byteCount() + " bytes of data"
+                throw new RdmaException("expected a control message, got " + m.byteCount() + " bytes of data"
                         + " (are both ends running the same test and sizes?)");
             }
             var be = ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
             int[] v = {m.data().get(be, 0), m.data().get(be, 4), m.data().get(be, 8), m.data().get(be, 12)};
             if (v[0] != kind && v[0] != BYE) {
-                throw new RdmaException("jrdma perf: expected control message " + kind + ", got " + v[0]);
+                throw new RdmaException("expected control message " + kind + ", got " + v[0]);
             }
             return v;
         }
@@ -105,10 +105,10 @@ final class PerfControl {
                     backoff.idle();
                 }
                 if (c != null && c.state() != ConnectionState.ESTABLISHED && !f.isDone()) {
-                    throw new RdmaException("jrdma perf: the connection ended while " + what + " (" + c.state() + ")");
+                    throw new RdmaException("the connection ended while " + what + " (" + c.state() + ")");
                 }
                 if (idle.expired()) {
-                    throw new RdmaException("jrdma perf: nothing from the peer for " + timeoutNanos / 1_000_000_000L + " s while " + what);
+                    throw new RdmaException("nothing from the peer for " + timeoutNanos / 1_000_000_000L + " s while " + what);
                 }
             }
         }
@@ -116,11 +116,11 @@ final class PerfControl {
             return f.get();
         } catch (ExecutionException e) {
             Throwable cause = e.getCause();
-            throw new RdmaException("jrdma perf: " + what + " failed: "
+            throw new RdmaException(what + " failed: "
                     + (cause.getMessage() != null ? cause.getMessage() : cause.toString()), cause);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new RdmaException("jrdma perf: interrupted while " + what);
+            throw new RdmaException("interrupted while " + what);
         }
     }
 }

@@ -46,6 +46,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
 
     static final String USAGE = """
             usage: jrdma perf TEST [options] [SERVER]
+                   jrdma perf --help
               TEST: write_lat read_lat send_lat atomic_lat write_bw read_bw send_bw atomic_bw
               no SERVER: be the server; with SERVER: the client; --loopback: both, in this command
               -d, --ib-dev NAME      device (default: the provider's choice)

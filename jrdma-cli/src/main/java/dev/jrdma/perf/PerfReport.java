@@ -104,8 +104,9 @@ final class PerfReport {
 
     private static void json(PrintStream out, PerfOptions o, RunFacts facts, List<PerfClient.Result> results) {
         StringBuilder b = new StringBuilder();
-        b.append("{\"test\":\"").append(o.test().perftestName()).append("\",\"provider\":\"").append(facts.provider())
-                .append("\",\"device\":\"").append(facts.device()).append("\",\"iterations\":").append(o.iterations())
+        b.append("{\"test\":").append(jsonString(o.test().perftestName())).append(",\"provider\":")
+                .append(jsonString(facts.provider())).append(",\"device\":").append(jsonString(facts.device()))
+                .append(",\"iterations\":").append(o.iterations())
                 .append(",\"ack_timeout\":").append(facts.ackTimeout()).append(",\"post_list\":").append(o.postList())
                 .append(",\"results\":[");
         for (int i = 0; i < results.size(); i++) {
@@ -127,6 +128,35 @@ final class PerfReport {
             b.append('}');
         }
         out.println(b.append("]}"));
+    }
+
+    /**
+     * A JSON string literal of {@code s} (RFC 8259): quotes, backslashes and control characters
+     * escaped. A device name is whatever its driver chose, quotes included.
+     */
+    static String jsonString(String s) {
+        if (s == null) {
+            return "null";
+        }
+        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"' -> b.append("\\\"");
+                case '\\' -> b.append("\\\\");
+                case '\n' -> b.append("\\n");
+                case '\r' -> b.append("\\r");
+                case '\t' -> b.append("\\t");
+                default -> {
+                    if (c < 0x20) {
+                        b.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+                    } else {
+                        b.append(c);
+                    }
+                }
+            }
+        }
+        return b.append('"').toString();
     }
 
     private static void csv(PrintStream out, PerfOptions o, List<PerfClient.Result> results) {

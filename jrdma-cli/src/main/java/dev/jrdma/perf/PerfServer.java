@@ -8,7 +8,7 @@ import dev.jrdma.Rdma;
 import dev.jrdma.RdmaServer;
 import dev.jrdma.RemoteRegion;
 import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.runtime.CompletionMode;
+import dev.jrdma.CompletionMode;
 
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
@@ -126,7 +126,7 @@ final class PerfServer implements AutoCloseable {
                 backoff.reset();
             }
             if (System.nanoTime() > deadline) {
-                throw new RdmaException("jrdma perf: no client connected to " + address() + " within 10 minutes");
+                throw new RdmaException("no client connected to " + address() + " within 10 minutes");
             }
         }
         Connection c = accepted.get();
@@ -147,7 +147,7 @@ final class PerfServer implements AutoCloseable {
             }
             PerfTest test = PerfTest.values()[start[1]];
             if (test != options.test()) {
-                throw new RdmaException("jrdma perf: the client runs " + test.perftestName() + ", this server "
+                throw new RdmaException("the client runs " + test.perftestName() + ", this server "
                         + options.test().perftestName() + ": run the same test on both ends");
             }
             int size = start[2], iterations = start[3];
@@ -210,7 +210,7 @@ final class PerfServer implements AutoCloseable {
             JrdmaLoopback.spinPause(spinsPerPoll);
             if ((++spins & (spinsPerPoll - 1)) == 0 && rdma.poll() == 0 && (c.state() != ConnectionState.ESTABLISHED
                     || idle.expired())) {
-                throw new RdmaException("jrdma perf: write_lat: the client stopped (" + c.state() + ")");
+                throw new RdmaException("write_lat: the client stopped (" + c.state() + ")");
             }
         }
     }

@@ -3,9 +3,9 @@ package dev.jrdma.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.jrdma.provider.verbs.VerbsDevices.DeviceInfo;
-import dev.jrdma.provider.verbs.VerbsDevices.GidInfo;
-import dev.jrdma.provider.verbs.VerbsDevices.PortInfo;
+import dev.jrdma.device.DeviceInfo;
+import dev.jrdma.device.GidInfo;
+import dev.jrdma.device.PortInfo;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -17,15 +17,8 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 class DevicesCommandTest {
-    record Run(int code, String out, String err) {
-    }
-
-    private static Run run(String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int code = Main.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
-        return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    private static CommandRun run(String... args) {
+        return CommandRun.of(args);
     }
 
     static DeviceInfo rxeLike() {
@@ -50,10 +43,20 @@ class DevicesCommandTest {
     void withNoDeviceItListsTheProvidersAndWhatAutoChooses() {
         org.junit.jupiter.api.Assumptions.assumeFalse(java.nio.file.Files.isDirectory(Path.of("/sys/class/infiniband")),
                 "this machine has RDMA devices: the device listing is tested in the VM");
-        Run r = run("devices");
+        CommandRun r = run("devices");
         assertEquals(0, r.code(), r.err());
         assertTrue(r.out().contains("No RDMA device") && r.out().contains("tcp: available") && r.out().contains("shm: available"), r.out());
         assertTrue(r.out().contains("The default provider, auto, chooses shm (direct shared memory to peers on this host, tcp to the others), because verbs cannot be used here"), r.out());
+    }
+
+    @Test
+    void anAbsentDeviceIsAnErrorNamingIt() {
+        org.junit.jupiter.api.Assumptions.assumeFalse(java.nio.file.Files.isDirectory(Path.of("/sys/class/infiniband")),
+                "this machine has RDMA devices: an absent one among them is tested in the VM");
+        CommandRun r = run("devices", "-d", "mlx5_0");
+        assertEquals(1, r.code(), r.out());
+        assertTrue(r.err().startsWith("jrdma devices: device mlx5_0 not found (No RDMA device"), r.err());
+        assertEquals("", r.out());
     }
 
     @Test
@@ -85,16 +88,16 @@ class DevicesCommandTest {
 
     @Test
     void badUsageIsExitTwoWithTheReason() {
-        Run unknown = run("devices", "--frobnicate");
+        CommandRun unknown = run("devices", "--frobnicate");
         assertEquals(2, unknown.code());
         assertTrue(unknown.err().contains("unknown option '--frobnicate'"), unknown.err());
-        Run missing = run("devices", "-d");
+        CommandRun missing = run("devices", "-d");
         assertEquals(2, missing.code());
         assertTrue(missing.err().contains("-d needs a device name"), missing.err());
-        Run command = run("nosuch");
+        CommandRun command = run("nosuch");
         assertEquals(2, command.code());
         assertTrue(command.err().contains("unknown command 'nosuch'"), command.err());
-        Run none = run();
+        CommandRun none = run();
         assertEquals(2, none.code());
         assertTrue(none.err().contains("usage: jrdma"), none.err());
         assertEquals(0, run("help").code());

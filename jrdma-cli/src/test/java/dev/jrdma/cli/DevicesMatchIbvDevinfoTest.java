@@ -3,6 +3,9 @@ package dev.jrdma.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.Rdma;
+import dev.jrdma.device.DeviceInfo;
+
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -86,5 +89,17 @@ class DevicesMatchIbvDevinfoTest {
         }
         assertTrue(compared.stream().anyMatch(k -> k.contains("/GID[")), "GIDs compared: " + compared);
         System.out.println("DevicesMatchIbvDevinfoTest: " + compared.size() + " fields agree");
+    }
+
+    /** With devices present, asking for one that is not there is an error naming it and those that are. */
+    @Test
+    void anAbsentDeviceAmongRealOnesIsAnError() {
+        CommandRun r = CommandRun.of("devices", "-d", "no_such_dev0");
+        assertEquals(1, r.code(), r.out());
+        assertTrue(r.err().startsWith("jrdma devices: device no_such_dev0 not found (there are "), r.err());
+        assertTrue(r.err().contains("rxe0"), r.err());
+        assertEquals("", r.out());
+        List<String> names = Rdma.devices().stream().map(DeviceInfo::name).toList();
+        assertTrue(names.contains("rxe0") && names.contains("rxe1"), "Rdma.devices() lists the VM's devices: " + names);
     }
 }

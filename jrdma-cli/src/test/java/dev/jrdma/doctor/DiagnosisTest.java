@@ -141,8 +141,8 @@ class DiagnosisTest {
         assertEquals(4100L * 1024, EnvironmentFacts.pinned(status));
         assertTrue(EnvironmentFacts.capability(status, 14));
         assertFalse(EnvironmentFacts.capability("CapEff:\t0000000000000000\n", 14));
-        assertEquals("10.77.0.1", dev.jrdma.provider.verbs.VerbsDevices.GidInfo.ipAddress(new byte[] {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff,
+        assertEquals("10.77.0.1", dev.jrdma.device.GidInfo.ipAddress(new byte[] {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff,
             10, 77, 0, 1}).getHostAddress());
-        assertEquals(null, dev.jrdma.provider.verbs.VerbsDevices.GidInfo.ipAddress(new byte[16]));
+        assertEquals(null, dev.jrdma.device.GidInfo.ipAddress(new byte[16]));
     }
 }

@@ -149,6 +149,7 @@ class PerfCommandTest {
         Run nobody = perf("write_lat", "--provider", "tcp", "-p", String.valueOf(port), "127.0.0.1");
         assertEquals(1, nobody.code());
         assertTrue(nobody.err().startsWith("jrdma perf: ") && nobody.err().contains("refused"), nobody.err());
+        assertEquals(1, nobody.err().split("jrdma perf: ", -1).length - 1, "one prefix: " + nobody.err());
         // A message bigger than the server's receive buffers (its own -s is 2): refused before sending.
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
@@ -282,5 +283,26 @@ class PerfCommandTest {
         Run r = perf("write_lat", "--provider", "shm", "--loopback", "-s", "524288", "-n", "300", "--json");
         assertEquals(0, r.code(), r.err());
         assertEquals(List.of(524288.0), field(r.out(), "bytes"));
+    }
+
+    @Test
+    void jsonEscapesWhatADriverPutInADeviceName() {
+        PerfOptions o = PerfOptions.parse(new String[] {"write_lat", "--json", "-n", "5", "127.0.0.1"});
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        PerfReport.print(new PrintStream(bytes, true, StandardCharsets.UTF_8), o,
+                new RunFacts("tcp", "odd\"dev\\0\n\u0001", 1, -1),
+                List.of(new PerfClient.Result(2, 5, LatencyStats.of(new long[] {1000, 2000, 3000, 4000, 5000}, 1), 0, 0, 0)));
+        String json = bytes.toString(StandardCharsets.UTF_8);
+        assertTrue(json.startsWith("{\"test\":\"write_lat\",\"provider\":\"tcp\",\"device\":\"odd\\\"dev\\\\0\\n\\u0001\","),
+                json);
+        assertEquals("null", PerfReport.jsonString(null));
+    }
+
+    @Test
+    void progressOnlyOnATerminal() {
+        assertEquals(null, PerfCommand.progressTo(System.err, null), "no console: no progress line");
+        java.io.Console console = System.console();
+        PrintStream to = PerfCommand.progressTo(System.err, console);
+        assertEquals(console != null && console.isTerminal(), to != null, "Maven's test JVM runs without a terminal");
     }
 }

@@ -22,6 +22,7 @@ import java.util.Objects;
  */
 public record GroupConfig(Duration joinTimeout, Duration collectiveTimeout, ConnectionConfig connection,
                           Duration rejoinTimeout) {
+    /** Checks the values: time-outs positive, the rejoin time-out zero or positive, none null. */
     public GroupConfig {
         Objects.requireNonNull(joinTimeout, "joinTimeout");
         Objects.requireNonNull(collectiveTimeout, "collectiveTimeout");
@@ -37,29 +38,62 @@ public record GroupConfig(Duration joinTimeout, Duration collectiveTimeout, Conn
         }
     }
 
-    /** No rejoin: a lost member breaks the group. */
+    /**
+     * No rejoin: a lost member breaks the group.
+     *
+     * @param joinTimeout how long forming may take
+     * @param collectiveTimeout how long one collective may wait for any member
+     * @param connection the connection
+     */
     public GroupConfig(Duration joinTimeout, Duration collectiveTimeout, ConnectionConfig connection) {
         this(joinTimeout, collectiveTimeout, connection, Duration.ZERO);
     }
 
-    /** 60 s to form, 30 s per collective, default connections, no rejoin. */
+    /**
+     * 60 s to form, 30 s per collective, default connections, no rejoin.
+     *
+     * @return the new config
+     */
     public static GroupConfig defaults() {
         return new GroupConfig(Duration.ofSeconds(60), Duration.ofSeconds(30), ConnectionConfig.defaults());
     }
 
+    /**
+     * This config with another join time-out.
+     *
+     * @param d how long forming may take
+     * @return the new config
+     */
     public GroupConfig withJoinTimeout(Duration d) {
         return new GroupConfig(d, collectiveTimeout, connection, rejoinTimeout);
     }
 
+    /**
+     * This config with another time-out per collective.
+     *
+     * @param d how long one collective may wait for any member
+     * @return the new config
+     */
     public GroupConfig withCollectiveTimeout(Duration d) {
         return new GroupConfig(joinTimeout, d, connection, rejoinTimeout);
     }
 
+    /**
+     * This config with another configuration for the group's connections.
+     *
+     * @param c the configuration of each of the group's connections
+     * @return the new config
+     */
     public GroupConfig withConnection(ConnectionConfig c) {
         return new GroupConfig(joinTimeout, collectiveTimeout, c, rejoinTimeout);
     }
 
-    /** Members that are lost may join again within {@code d}; see {@link #rejoinTimeout()}. */
+    /**
+     * Members that are lost may join again within {@code d}; see {@link #rejoinTimeout()}.
+     *
+     * @param d how long to wait for a lost member to join again; zero: not at all
+     * @return the new config
+     */
     public GroupConfig withRejoinTimeout(Duration d) {
         return new GroupConfig(joinTimeout, collectiveTimeout, connection, d);
     }

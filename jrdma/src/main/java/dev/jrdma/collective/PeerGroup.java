@@ -119,12 +119,27 @@ public final class PeerGroup implements AutoCloseable {
 
     // ---------------------------------------------------------------- forming
 
-    /** {@link #joinAsync} with {@link GroupConfig#defaults()}, waiting for the whole mesh. */
+    /**
+     * {@link #joinAsync} with {@link GroupConfig#defaults()}, waiting for the whole mesh.
+     *
+     * @param rdma the {@code Rdma} the connections are made on
+     * @param members every member's address, by rank
+     * @param rank the rank, 0 to the group's size - 1
+     * @return the group, formed
+     */
     public static PeerGroup join(Rdma rdma, List<InetSocketAddress> members, int rank) {
         return join(rdma, members, rank, GroupConfig.defaults());
     }
 
-    /** {@link #joinAsync}, waiting for the whole mesh; its failure is thrown as it is. */
+    /**
+     * {@link #joinAsync}, waiting for the whole mesh; its failure is thrown as it is.
+     *
+     * @param rdma the {@code Rdma} the connections are made on
+     * @param members every member's address, by rank
+     * @param rank the rank, 0 to the group's size - 1
+     * @param config how the group forms and how long its collectives wait
+     * @return the group, formed
+     */
     public static PeerGroup join(Rdma rdma, List<InetSocketAddress> members, int rank, GroupConfig config) {
         return await(joinAsync(rdma, members, rank, config));
     }
@@ -136,6 +151,12 @@ public final class PeerGroup implements AutoCloseable {
      * naming a rank still missing after {@link GroupConfig#joinTimeout()} (this member's
      * connections and listener are closed then).
      *
+     * @param rdma the {@code Rdma} the connections are made on
+     * @param members every member's address, by rank
+     * @param rank the rank, 0 to the group's size - 1
+     * @param config how the group forms and how long its collectives wait
+     * @return a future of the group, once formed; exceptionally a {@link CollectiveException} when it could not
+     *     form in time
      * @throws IllegalArgumentException for a member list with duplicates or fewer than one
      *         member, a rank outside it, or an {@code Rdma} without an IO thread
      */
@@ -175,6 +196,13 @@ public final class PeerGroup implements AutoCloseable {
      * them ranks 1.. in the order they came and the member list, then forms the mesh like
      * {@link #joinAsync} (rank 0 listening at {@code rendezvous} again). Fails with a
      * {@link CollectiveException} when the members do not all come within the join time-out.
+     *
+     * @param rdma the {@code Rdma} the connections are made on
+     * @param rendezvous the address rank 0 listens on for the members to come
+     * @param size the number of members, rank 0 included
+     * @param config how the group forms and how long its collectives wait
+     * @return a future of the group, once formed; exceptionally a {@link CollectiveException} when it could not
+     *     form in time
      */
     public static CompletableFuture<PeerGroup> hostAsync(Rdma rdma, InetSocketAddress rendezvous, int size, GroupConfig config) {
         Objects.requireNonNull(rdma, "rdma");
@@ -183,14 +211,27 @@ public final class PeerGroup implements AutoCloseable {
         return GroupRendezvous.host(rdma, rendezvous, size, config);
     }
 
+    /**
+     * {@link #hostAsync} with the default config, waiting until the group has formed.
+     *
+     * @param rdma the {@code Rdma} the connections are made on
+     * @param rendezvous the address rank 0 listens on for the members to come
+     * @param size the number of members, rank 0 included
+     * @return the group, formed
+     */
     public static PeerGroup host(Rdma rdma, InetSocketAddress rendezvous, int size) {
         return await(hostAsync(rdma, rendezvous, size, GroupConfig.defaults()));
     }
 
     /**
-     * A member of a group that rank 0 {@linkplain #hostAsync hosts}: connects to
-     * {@code rendezvous} (again while rank 0 is not there yet) telling it {@code listenOn}, the
-     * address this member will listen on, gets its rank and the member list, then joins the mesh.
+     * {@return a member of a group that rank 0 {@linkplain #hostAsync hosts}: connects to {@code
+     * rendezvous} (again while rank 0 is not there yet) telling it {@code listenOn}, the address this
+     * member will listen on, gets its rank and the member list, then joins the mesh}
+     *
+     * @param rdma the {@code Rdma} the connections are made on
+     * @param rendezvous the address rank 0 listens on for the members to come
+     * @param listenOn the address this member listens on for the others
+     * @param config how the group forms and how long its collectives wait
      */
     public static CompletableFuture<PeerGroup> joinViaAsync(Rdma rdma, InetSocketAddress rendezvous, InetSocketAddress listenOn,
                                                           GroupConfig config) {
@@ -204,6 +245,14 @@ public final class PeerGroup implements AutoCloseable {
         return GroupRendezvous.join(rdma, rendezvous, listenOn, config);
     }
 
+    /**
+     * {@link #joinViaAsync} with the default config, waiting until the group has formed.
+     *
+     * @param rdma the {@code Rdma} the connections are made on
+     * @param rendezvous the address rank 0 listens on for the members to come
+     * @param listenOn the address this member listens on for the others
+     * @return the group, formed
+     */
     public static PeerGroup joinVia(Rdma rdma, InetSocketAddress rendezvous, InetSocketAddress listenOn) {
         return await(joinViaAsync(rdma, rendezvous, listenOn, GroupConfig.defaults()));
     }
@@ -495,17 +544,22 @@ public final class PeerGroup implements AutoCloseable {
 
     // ---------------------------------------------------------------- who
 
-    /** This member's rank. */
+    /** {@return this member's rank} */
     public int rank() {
         return rank;
     }
 
-    /** How many members the group has. */
+    /** {@return how many members the group has} */
     public int size() {
         return size;
     }
 
-    /** The connection to member {@code r} (rdma_lib's peer index), for operations of one's own; null while a lost member is away. */
+    /**
+     * The connection to member {@code r} (rdma_lib's peer index), for operations of one's own; null while a lost member is away.
+     *
+     * @param r the rank of another member
+     * @return this connection
+     */
     public Connection connection(int r) {
         checkRank("connection", r);
         if (r == rank) {
@@ -515,21 +569,24 @@ public final class PeerGroup implements AutoCloseable {
     }
 
     /**
-     * The ranks the collective running on this member now still waits for (a message to arrive,
-     * a write to complete), lowest first; empty when none runs. The member a stalled collective
-     * names here is the one holding it up; its time-out names the lowest.
+     * {@return the ranks the collective running on this member now still waits for (a message to arrive, a
+     * write to complete), lowest first; empty when none runs} The member a stalled collective names here
+     * is the one holding it up; its time-out names the lowest.
      */
     public java.util.SortedSet<Integer> waitingFor() {
         CollectiveRun r = running;
         return r == null ? java.util.Collections.emptySortedSet() : r.waitingFor();
     }
 
-    /** The {@code Rdma} this member's connections run on (allocate the collectives' regions from it). */
+    /**
+     * {@return the {@code Rdma} this member's connections run on (allocate the collectives' regions from
+     * it)}
+     */
     public Rdma rdma() {
         return rdma;
     }
 
-    /** The member list the group was formed from. */
+    /** {@return the member list the group was formed from} */
     public List<InetSocketAddress> members() {
         return members;
     }
@@ -539,6 +596,10 @@ public final class PeerGroup implements AutoCloseable {
     /**
      * Copies {@code region} of member {@code root} into {@code region} of every other member
      * (each member's region at least as long as root's).
+     *
+     * @param root the rank the data comes from or goes to
+     * @param region the region: root's is copied into every other member's
+     * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> broadcast(int root, LocalRegion region) {
         checkRank("broadcast: root", root);
@@ -551,11 +612,25 @@ public final class PeerGroup implements AutoCloseable {
         });
     }
 
+    /**
+     * {@link #broadcast}, waiting in the caller (a failure is thrown: a {@link CollectiveException}
+     * naming the rank).
+     *
+     * @param root the rank the data comes from or goes to
+     * @param region the region: root's is copied into every other member's
+     */
     public void broadcastSync(int root, LocalRegion region) {
         await(broadcast(root, region));
     }
 
-    /** {@link #allToAll(LocalRegion, LocalRegion, int, AllToAllAlgorithm)} with {@link AllToAllAlgorithm#PAIRWISE}. */
+    /**
+     * {@link #allToAll(LocalRegion, LocalRegion, int, AllToAllAlgorithm)} with {@link AllToAllAlgorithm#PAIRWISE}.
+     *
+     * @param send this member's blocks to send
+     * @param recv where this member's blocks arrive
+     * @param blockSize the bytes of one block
+     * @return a future that completes when the operation did, or exceptionally with what failed
+     */
     public CompletableFuture<Void> allToAll(LocalRegion send, LocalRegion recv, int blockSize) {
         return allToAll(send, recv, blockSize, AllToAllAlgorithm.PAIRWISE);
     }
@@ -563,6 +638,12 @@ public final class PeerGroup implements AutoCloseable {
     /**
      * Block j of this member's {@code send} goes to member j, where it lands as block
      * {@code rank()} of {@code recv}: both regions hold {@code size() * blockSize} bytes.
+     *
+     * @param send this member's blocks to send
+     * @param recv where this member's blocks arrive
+     * @param blockSize the bytes of one block
+     * @param algorithm how the blocks travel: {@link AllToAllAlgorithm#PAIRWISE} or through rank 0
+     * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> allToAll(LocalRegion send, LocalRegion recv, int blockSize, AllToAllAlgorithm algorithm) {
         Objects.requireNonNull(algorithm, "algorithm");
@@ -578,15 +659,39 @@ public final class PeerGroup implements AutoCloseable {
         });
     }
 
+    /**
+     * {@link #allToAll(LocalRegion, LocalRegion, int)}, waiting in the caller (a failure is thrown: a
+     * {@link CollectiveException} naming the rank).
+     *
+     * @param send this member's blocks to send
+     * @param recv where this member's blocks arrive
+     * @param blockSize the bytes of one block
+     */
     public void allToAllSync(LocalRegion send, LocalRegion recv, int blockSize) {
         await(allToAll(send, recv, blockSize));
     }
 
+    /**
+     * {@link #allToAll(LocalRegion, LocalRegion, int, AllToAllAlgorithm)}, waiting in the caller (a
+     * failure is thrown: a {@link CollectiveException} naming the rank).
+     *
+     * @param send this member's blocks to send
+     * @param recv where this member's blocks arrive
+     * @param blockSize the bytes of one block
+     * @param algorithm how the blocks travel: {@link AllToAllAlgorithm#PAIRWISE} or through rank 0
+     */
     public void allToAllSync(LocalRegion send, LocalRegion recv, int blockSize, AllToAllAlgorithm algorithm) {
         await(allToAll(send, recv, blockSize, algorithm));
     }
 
-    /** Every member's {@code send} block ({@code blockSize} bytes) lands as block {@code rank} of every member's {@code recv}. */
+    /**
+     * Every member's {@code send} block ({@code blockSize} bytes) lands as block {@code rank} of every member's {@code recv}.
+     *
+     * @param send this member's blocks to send
+     * @param recv where this member's blocks arrive
+     * @param blockSize the bytes of one block
+     * @return a future that completes when the operation did, or exceptionally with what failed
+     */
     public CompletableFuture<Void> allGather(LocalRegion send, LocalRegion recv, int blockSize) {
         checkBlocks("allGather", "send", send, blockSize, 1);
         checkBlocks("allGather", "recv", recv, blockSize, size);
@@ -597,6 +702,14 @@ public final class PeerGroup implements AutoCloseable {
         });
     }
 
+    /**
+     * {@link #allGather}, waiting in the caller (a failure is thrown: a {@link CollectiveException}
+     * naming the rank).
+     *
+     * @param send this member's blocks to send
+     * @param recv where this member's blocks arrive
+     * @param blockSize the bytes of one block
+     */
     public void allGatherSync(LocalRegion send, LocalRegion recv, int blockSize) {
         await(allGather(send, recv, blockSize));
     }
@@ -604,6 +717,12 @@ public final class PeerGroup implements AutoCloseable {
     /**
      * Every member's {@code send} block lands as block {@code rank} of {@code root}'s
      * {@code recv} ({@code size() * blockSize} bytes; other members may pass null).
+     *
+     * @param root the rank the data comes from or goes to
+     * @param send this member's blocks to send
+     * @param recv where this member's blocks arrive
+     * @param blockSize the bytes of one block
+     * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> gather(int root, LocalRegion send, LocalRegion recv, int blockSize) {
         checkRank("gather: root", root);
@@ -620,6 +739,15 @@ public final class PeerGroup implements AutoCloseable {
         });
     }
 
+    /**
+     * {@link #gather}, waiting in the caller (a failure is thrown: a {@link CollectiveException}
+     * naming the rank).
+     *
+     * @param root the rank the data comes from or goes to
+     * @param send this member's blocks to send
+     * @param recv where this member's blocks arrive
+     * @param blockSize the bytes of one block
+     */
     public void gatherSync(int root, LocalRegion send, LocalRegion recv, int blockSize) {
         await(gather(root, send, recv, blockSize));
     }
@@ -627,6 +755,12 @@ public final class PeerGroup implements AutoCloseable {
     /**
      * Block j of {@code root}'s {@code send} ({@code size() * blockSize} bytes; other members
      * may pass null) lands in member j's {@code recv} ({@code blockSize} bytes).
+     *
+     * @param root the rank the data comes from or goes to
+     * @param send this member's blocks to send
+     * @param recv where this member's blocks arrive
+     * @param blockSize the bytes of one block
+     * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> scatter(int root, LocalRegion send, LocalRegion recv, int blockSize) {
         checkRank("scatter: root", root);
@@ -644,11 +778,24 @@ public final class PeerGroup implements AutoCloseable {
         });
     }
 
+    /**
+     * {@link #scatter}, waiting in the caller (a failure is thrown: a {@link CollectiveException}
+     * naming the rank).
+     *
+     * @param root the rank the data comes from or goes to
+     * @param send this member's blocks to send
+     * @param recv where this member's blocks arrive
+     * @param blockSize the bytes of one block
+     */
     public void scatterSync(int root, LocalRegion send, LocalRegion recv, int blockSize) {
         await(scatter(root, send, recv, blockSize));
     }
 
-    /** Completes once every member has called it (this collective number on each). */
+    /**
+     * Completes once every member has called it (this collective number on each).
+     *
+     * @return a future that completes when the operation did, or exceptionally with what failed
+     */
     public CompletableFuture<Void> barrier() {
         return run("barrier", run -> {
             List<CompletableFuture<?>> steps = new ArrayList<>();
@@ -660,6 +807,10 @@ public final class PeerGroup implements AutoCloseable {
         });
     }
 
+    /**
+     * {@link #barrier}, waiting in the caller (a failure is thrown: a {@link CollectiveException}
+     * naming the rank).
+     */
     public void barrierSync() {
         await(barrier());
     }

@@ -70,6 +70,12 @@ public final class RdmaLib implements AutoCloseable {
      * {@code rdma_init}: a context on the default provider ({@code auto}) with a registered
      * buffer of {@code bufSize} bytes (the largest message); a server context listens on
      * {@code ip:port} from now on. Null, with {@link #lastError()}, when that fails.
+     *
+     * @param ip the address: the server's to listen on, or the server to connect to
+     * @param port the port
+     * @param bufSize the largest message, in bytes
+     * @param isServer whether this process is the server
+     * @return the library, connected: a server once its peers came, a client once it reached the server
      */
     public static RdmaLib init(String ip, int port, int bufSize, boolean isServer) {
         Rdma rdma;
@@ -85,7 +91,17 @@ public final class RdmaLib implements AutoCloseable {
         return l;
     }
 
-    /** {@code rdma_init} on a given {@code Rdma} (not closed by {@link #cleanup()}), with a peer limit of one's own. */
+    /**
+     * {@code rdma_init} on a given {@code Rdma} (not closed by {@link #cleanup()}), with a peer limit of one's own.
+     *
+     * @param rdma the {@code Rdma} the connections are made on
+     * @param ip the address: the server's to listen on, or the server to connect to
+     * @param port the port
+     * @param bufSize the largest message, in bytes
+     * @param isServer whether this process is the server
+     * @param maxPeers the most peers (rdma_lib's MAX_PEERS)
+     * @return the library, connected: a server once its peers came, a client once it reached the server
+     */
     public static RdmaLib init(Rdma rdma, String ip, int port, int bufSize, boolean isServer, int maxPeers) {
         return init(rdma, false, ip, port, bufSize, isServer, maxPeers);
     }
@@ -124,7 +140,11 @@ public final class RdmaLib implements AutoCloseable {
         return -1;
     }
 
-    /** {@code rdma_get_error}: what the last call that returned -1 or null went wrong with (all contexts, as in C). */
+    /**
+     * {@code rdma_get_error}: what the last call that returned -1 or null went wrong with (all contexts, as in C).
+     *
+     * @return the text of the last error on this thread, as rdma_lib's {@code rdma_last_error}; empty when none
+     */
     public static String lastError() {
         return lastError;
     }
@@ -133,7 +153,13 @@ public final class RdmaLib implements AutoCloseable {
         return ConnectionConfig.builder().receiveBufferSize(bufferSize).build();
     }
 
-    /** {@code rdma_connect_peer}: the new peer's index, or -1. */
+    /**
+     * {@code rdma_connect_peer}: the new peer's index, or -1.
+     *
+     * @param peerIp the peer's address
+     * @param peerPort the peer's port
+     * @return the new peer's index, or -1 on failure ({@link #lastError()} says why)
+     */
     public synchronized int connectPeer(String peerIp, int peerPort) {
         if (peers.size() >= maxPeers) {
             return fail("Maximum number of peers reached (" + maxPeers + ")");
@@ -147,7 +173,11 @@ public final class RdmaLib implements AutoCloseable {
         }
     }
 
-    /** {@code rdma_accept_peer} (server contexts): waits for the next peer (at most 60 s); its index, or -1. */
+    /**
+     * {@code rdma_accept_peer} (server contexts): waits for the next peer (at most 60 s); its index, or -1.
+     *
+     * @return the new peer's index, or -1 on failure ({@link #lastError()} says why)
+     */
     public synchronized int acceptPeer() {
         if (!isServer) {
             return fail("Not a server context");
@@ -170,7 +200,12 @@ public final class RdmaLib implements AutoCloseable {
         }
     }
 
-    /** {@code rdma_disconnect_peer}: 0, or -1 for an index that is not a peer. Indexes of the others do not move. */
+    /**
+     * {@code rdma_disconnect_peer}: 0, or -1 for an index that is not a peer. Indexes of the others do not move.
+     *
+     * @param peerIdx the peer's index, as rdma_lib numbers peers
+     * @return 0, or -1 on failure ({@link #lastError()} says why)
+     */
     public synchronized int disconnectPeer(int peerIdx) {
         Connection c = peer(peerIdx);
         if (c == null) {
@@ -193,7 +228,14 @@ public final class RdmaLib implements AutoCloseable {
         return c;
     }
 
-    /** {@code rdma_send}: sends {@code len} bytes of {@code data} to peer {@code peerIdx}; {@code len}, or -1. */
+    /**
+     * {@code rdma_send}: sends {@code len} bytes of {@code data} to peer {@code peerIdx}; {@code len}, or -1.
+     *
+     * @param peerIdx the peer's index, as rdma_lib numbers peers
+     * @param data the bytes to send
+     * @param len how many bytes of {@code data}
+     * @return the bytes sent, or -1 on failure ({@link #lastError()} says why)
+     */
     public synchronized int send(int peerIdx, byte[] data, int len) {
         Connection c = peer(peerIdx);
         if (c == null) {
@@ -218,6 +260,11 @@ public final class RdmaLib implements AutoCloseable {
      * {@code rdma_recv}: the next message from peer {@code peerIdx}, at most {@code maxLen} bytes
      * of it into {@code data}; how many bytes that was (rdma_lib returns {@code maxLen} whatever
      * came), or -1.
+     *
+     * @param peerIdx the peer's index, as rdma_lib numbers peers
+     * @param data where the message goes
+     * @param maxLen the most bytes to take
+     * @return the bytes received, or -1 on failure ({@link #lastError()} says why)
      */
     public int recv(int peerIdx, byte[] data, int maxLen) {
         Connection c;
@@ -250,7 +297,13 @@ public final class RdmaLib implements AutoCloseable {
         }
     }
 
-    /** {@code rdma_broadcast}: sends the message to every peer in index order; {@code len}, or -1 at the first failure. */
+    /**
+     * {@code rdma_broadcast}: sends the message to every peer in index order; {@code len}, or -1 at the first failure.
+     *
+     * @param data the bytes to send
+     * @param len how many bytes of {@code data}
+     * @return 0, or -1 on failure ({@link #lastError()} says why)
+     */
     public int broadcast(byte[] data, int len) {
         for (int i = 0; i < peerCount(); i++) {
             if (send(i, data, len) < 0) {
@@ -266,6 +319,11 @@ public final class RdmaLib implements AutoCloseable {
      * {@code (peers + 1) * msgSize} bytes to each peer in turn; a client sends its message to
      * the server (peer 0) and receives the combined one. Every side ends with the combined
      * message in {@code recvBuf}. 0, or -1.
+     *
+     * @param sendBuf this member's blocks, one of {@code msgSize} bytes for each member in rank order
+     * @param recvBuf where the blocks meant for this member arrive, in the same order
+     * @param msgSize the bytes of one block
+     * @return 0, or -1 on failure ({@link #lastError()} says why)
      */
     public int sequentialAllToAll(byte[] sendBuf, byte[] recvBuf, int msgSize) {
         int n = peerCount();
@@ -300,12 +358,17 @@ public final class RdmaLib implements AutoCloseable {
         return 0;
     }
 
-    /** How many peers were connected or accepted (disconnected ones keep their index). */
+    /** {@return how many peers were connected or accepted (disconnected ones keep their index)} */
     public synchronized int peerCount() {
         return peers.size();
     }
 
-    /** The connection of peer {@code peerIdx}, for what rdma_lib did not have (RDMA write, read, atomics). */
+    /**
+     * The connection of peer {@code peerIdx}, for what rdma_lib did not have (RDMA write, read, atomics).
+     *
+     * @param peerIdx the peer's index, as rdma_lib numbers peers
+     * @return this connection
+     */
     public synchronized Connection connection(int peerIdx) {
         return peerIdx >= 0 && peerIdx < peers.size() ? peers.get(peerIdx) : null;
     }

@@ -4,6 +4,11 @@ package dev.jrdma.exceptions;
 public class ConnectionRejectedException extends RdmaException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * The peer refused; {@code message} says which of the reasons it was.
+     *
+     * @param message what happened, naming what was wrong
+     */
     public ConnectionRejectedException(String message) {
         super(message);
     }

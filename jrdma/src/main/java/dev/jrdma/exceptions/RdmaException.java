@@ -7,10 +7,21 @@ package dev.jrdma.exceptions;
 public class RdmaException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * A failure; {@code message} names what was wrong.
+     *
+     * @param message what happened, naming what was wrong
+     */
     public RdmaException(String message) {
         super(message);
     }
 
+    /**
+     * A failure caused by {@code cause}; {@code message} names what was wrong.
+     *
+     * @param message what happened, naming what was wrong
+     * @param cause what caused it
+     */
     public RdmaException(String message, Throwable cause) {
         super(message, cause);
     }

@@ -8,6 +8,12 @@ package dev.jrdma.exceptions;
 public class RemoteAccessException extends WorkCompletionException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * {@code operation} (for example {@code RDMA_WRITE}) completed with the remote access error {@code status}.
+     *
+     * @param operation the operation, for example {@code RDMA_WRITE}
+     * @param status the {@code ibv_wc_status} name, for example {@code IBV_WC_REM_ACCESS_ERR}
+     */
     public RemoteAccessException(String operation, String status) {
         super(operation, status);
     }

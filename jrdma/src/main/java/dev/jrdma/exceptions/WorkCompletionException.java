@@ -7,18 +7,32 @@ package dev.jrdma.exceptions;
 public class WorkCompletionException extends RdmaException {
     private static final long serialVersionUID = 1L;
 
+    /** The {@code ibv_wc_status} name. */
     private final String status;
 
+    /**
+     * {@code operation} completed with the error {@code status} (an {@code ibv_wc_status} name).
+     *
+     * @param operation the operation, for example {@code RDMA_WRITE}
+     * @param status the {@code ibv_wc_status} name, for example {@code IBV_WC_REM_ACCESS_ERR}
+     */
     public WorkCompletionException(String operation, String status) {
         this(operation, status, explain(status));
     }
 
+    /**
+     * For subclasses: {@code explanation} says in words what {@code status} means here.
+     *
+     * @param operation the operation, for example {@code RDMA_WRITE}
+     * @param status the {@code ibv_wc_status} name, for example {@code IBV_WC_REM_ACCESS_ERR}
+     * @param explanation what the status means here, in words
+     */
     protected WorkCompletionException(String operation, String status, String explanation) {
         super(operation + " failed: " + status + (explanation.isEmpty() ? "" : " (" + explanation + ")"));
         this.status = status;
     }
 
-    /** The {@code ibv_wc_status} name. */
+    /** {@return the {@code ibv_wc_status} name} */
     public String status() {
         return status;
     }

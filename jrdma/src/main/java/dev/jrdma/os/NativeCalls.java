@@ -47,9 +47,7 @@ public final class NativeCalls {
         return new IllegalStateException(t);
     }
 
-    /**
-     * Whether the JVM lets jrdma call native code without warnings or errors.
-     */
+    /** Whether the JVM lets jrdma call native code without warnings or errors. */
     public static boolean isNativeAccessEnabled() {
         return NativeCalls.class.getModule().isNativeAccessEnabled();
     }

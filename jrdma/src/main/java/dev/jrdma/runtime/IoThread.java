@@ -15,7 +15,7 @@ import java.util.function.IntSupplier;
 
 /**
  * One IO thread: it runs control tasks handed to it, polls its work sources (completion queues,
- * the connection manager) and, when they have nothing, waits as its {@link CompletionMode} says.
+ * the connection manager) and, when they have nothing, waits as its {@link IdleWait} says.
  * Like Agrona's agents, every pass counts the work it did, and only a pass with none idles.
  *
  * <p>Sources and tasks run on this thread only, so they need no locks among themselves. Other
@@ -55,7 +55,7 @@ public final class IoThread implements AutoCloseable {
     static final int MAX_SLEEP_MS = 50;
 
     private final String name;
-    private final CompletionMode mode;
+    private final IdleWait idle;
     private final Thread thread;
     private final boolean inline;
     /** The only thread that may poll and post, when confined; else null. */
@@ -107,8 +107,8 @@ public final class IoThread implements AutoCloseable {
      * @param eventFds           fds whose readability ends a sleep (completion channel, cm events)
      * @param onEventFdsReadable run after a sleep that one of them ended (e.g. acknowledge CQ events)
      */
-    public IoThread(String name, CompletionMode mode, int[] eventFds, Runnable onEventFdsReadable) {
-        this(name, mode, eventFds, onEventFdsReadable, -1, false);
+    public IoThread(String name, IdleWait idle, int[] eventFds, Runnable onEventFdsReadable) {
+        this(name, idle, eventFds, onEventFdsReadable, -1, false);
     }
 
     /**
@@ -116,13 +116,13 @@ public final class IoThread implements AutoCloseable {
      * @throws dev.jrdma.exceptions.NativeRdmaException when pinning fails (no such CPU, or not
      *                                                  allowed): the thread is not left running
      */
-    public IoThread(String name, CompletionMode mode, int[] eventFds, Runnable onEventFdsReadable, int cpu) {
-        this(name, mode, eventFds, onEventFdsReadable, cpu, false);
+    public IoThread(String name, IdleWait idle, int[] eventFds, Runnable onEventFdsReadable, int cpu) {
+        this(name, idle, eventFds, onEventFdsReadable, cpu, false);
     }
 
     /** An IO "thread" without a thread: progress happens in {@link #poll()}, on the caller. */
     public static IoThread inline(String name, int[] eventFds, Runnable onEventFdsReadable) {
-        return new IoThread(name, CompletionMode.POLLING, eventFds, onEventFdsReadable, -1, true, null);
+        return new IoThread(name, IdleWait.SPIN, eventFds, onEventFdsReadable, -1, true, null);
     }
 
     /**
@@ -131,19 +131,19 @@ public final class IoThread implements AutoCloseable {
      * and the operation path no lock. {@link #checkOwner} refuses every other thread.
      */
     public static IoThread confined(String name, int[] eventFds, Runnable onEventFdsReadable, Thread owner) {
-        return new IoThread(name, CompletionMode.POLLING, eventFds, onEventFdsReadable, -1, true,
+        return new IoThread(name, IdleWait.SPIN, eventFds, onEventFdsReadable, -1, true,
                 java.util.Objects.requireNonNull(owner, "owner"));
     }
 
-    private IoThread(String name, CompletionMode mode, int[] eventFds, Runnable onEventFdsReadable, int cpu, boolean inline) {
-        this(name, mode, eventFds, onEventFdsReadable, cpu, inline, null);
+    private IoThread(String name, IdleWait idle, int[] eventFds, Runnable onEventFdsReadable, int cpu, boolean inline) {
+        this(name, idle, eventFds, onEventFdsReadable, cpu, inline, null);
     }
 
-    private IoThread(String name, CompletionMode mode, int[] eventFds, Runnable onEventFdsReadable, int cpu, boolean inline,
+    private IoThread(String name, IdleWait idle, int[] eventFds, Runnable onEventFdsReadable, int cpu, boolean inline,
                      Thread owner) {
         this.name = name;
         this.owner = owner;
-        this.mode = mode;
+        this.idle = idle;
         this.eventFds = eventFds.clone();
         this.onEventFdsReadable = onEventFdsReadable;
         this.cpu = cpu;
@@ -369,7 +369,7 @@ public final class IoThread implements AutoCloseable {
                         t.getAsInt();
                     }
                 }
-                if (mode == CompletionMode.POLLING || (mode == CompletionMode.ADAPTIVE
+                if (idle == IdleWait.SPIN || (idle == IdleWait.SPIN_THEN_SLEEP
                         && ((idlePasses & (YIELD_EVERY - 1)) != 0 || System.nanoTime() - idleSince < ADAPTIVE_SPIN_NANOS))) {
                     if ((idlePasses & (YIELD_EVERY - 1)) == 0) {
                         Thread.yield();

@@ -1,5 +1,6 @@
 package dev.jrdma.spi;
 
+import dev.jrdma.device.DeviceCapabilities;
 import dev.jrdma.exceptions.UnsupportedCapabilityException;
 import java.lang.foreign.MemorySegment;
 

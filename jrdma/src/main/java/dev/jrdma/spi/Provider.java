@@ -1,10 +1,12 @@
 package dev.jrdma.spi;
 
+import dev.jrdma.device.DeviceInfo;
 import dev.jrdma.exceptions.ProviderUnavailableException;
 
+import java.util.List;
+
 /**
- * A transport under the jrdma API: {@code verbs} (real RDMA), and later {@code tcp} and
- * {@code shm}. Found with {@link java.util.ServiceLoader}. Like Netty's {@code Epoll}, a
+ * A transport under the jrdma API: {@code verbs} (real RDMA), {@code tcp} and {@code shm}. Found with {@link java.util.ServiceLoader}. Like Netty's {@code Epoll}, a
  * provider answers whether it can run here by actually trying, and keeps the reason if not.
  */
 public interface Provider {
@@ -26,4 +28,15 @@ public interface Provider {
      * @throws dev.jrdma.exceptions.RdmaException naming the device when it is absent or has no active port
      */
     Device open(String deviceName);
+
+    /**
+     * The hardware devices this provider drives, as {@code jrdma devices} lists them: verbs lists
+     * its RDMA devices; the software providers have none (they need no device).
+     *
+     * @throws ProviderUnavailableException when the provider cannot look (verbs: libibverbs or
+     *                                      librdmacm do not load, or native access is off)
+     */
+    default List<DeviceInfo> devices() {
+        return List.of();
+    }
 }

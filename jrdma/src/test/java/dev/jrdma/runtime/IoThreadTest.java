@@ -29,7 +29,7 @@ class IoThreadTest {
     @Test
     void pinnedThreadIsAllowedOnlyItsCpu() throws Exception {
         int last = Runtime.getRuntime().availableProcessors() - 1;
-        try (IoThread t = new IoThread("test-io-pinned", CompletionMode.EVENT, new int[0], () -> { }, last)) {
+        try (IoThread t = new IoThread("test-io-pinned", IdleWait.SLEEP, new int[0], () -> { }, last)) {
             assertTrue(t.tid() > 0);
             assertEquals(String.valueOf(last), cpusAllowed(t.tid()));
             // And it works: a task runs on it.
@@ -41,7 +41,7 @@ class IoThreadTest {
 
     @Test
     void unpinnedThreadKeepsTheProcessMask() throws Exception {
-        try (IoThread t = new IoThread("test-io-free", CompletionMode.EVENT, new int[0], () -> { })) {
+        try (IoThread t = new IoThread("test-io-free", IdleWait.SLEEP, new int[0], () -> { })) {
             assertEquals(cpusAllowed((int) ProcessHandle.current().pid()), cpusAllowed(t.tid()));
         }
     }
@@ -49,7 +49,7 @@ class IoThreadTest {
     @Test
     void pinningToACpuThatIsNotThereFailsNamingIt() {
         NativeRdmaException e = assertThrows(NativeRdmaException.class,
-                () -> new IoThread("test-io-bad", CompletionMode.EVENT, new int[0], () -> { }, 1023));
+                () -> new IoThread("test-io-bad", IdleWait.SLEEP, new int[0], () -> { }, 1023));
         assertTrue(e.getMessage().contains("sched_setaffinity") && e.getMessage().contains("cpu 1023"), e.getMessage());
         assertTrue(e.getMessage().contains("EINVAL"), e.getMessage());
         assertFalse(Thread.getAllStackTraces().keySet().stream().anyMatch(th -> th.getName().equals("test-io-bad")),
@@ -84,7 +84,7 @@ class IoThreadTest {
 
     @Test
     void pollIsForInlineOnly() {
-        try (IoThread t = new IoThread("test-io-threaded", CompletionMode.EVENT, new int[0], () -> { })) {
+        try (IoThread t = new IoThread("test-io-threaded", IdleWait.SLEEP, new int[0], () -> { })) {
             assertThrows(IllegalStateException.class, t::poll);
         }
     }

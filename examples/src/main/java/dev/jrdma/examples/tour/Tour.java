@@ -56,10 +56,9 @@ public final class Tour {
                 server.destroyForcibly();
                 throw new IllegalStateException("the tour server did not start (it printed " + first + ")");
             }
-            String[] f = first.split(" ", 4);
+            String[] f = first.split(" ", 3);
             InetSocketAddress address = new InetSocketAddress(InetAddress.getLoopbackAddress(), Integer.parseInt(f[1]));
-            step(out, steps, "server", "pid " + server.pid() + " on " + address + ", provider " + f[2]
-                    + " (" + f[3] + ")", t0);
+            step(out, steps, "server", "pid " + server.pid() + " on " + address + ", provider " + f[2], t0);
 
             long t = System.nanoTime();
             try (Rdma rdma = Rdma.open()) {
@@ -165,11 +164,16 @@ public final class Tour {
         out.printf("  %-8s %9.2f ms  %s%n", name, n / 1e6, what);
     }
 
+    /** The server in a second JVM, on the module path when this one runs there, else on the class path. */
     private static Process startServer() throws Exception {
         String java = ProcessHandle.current().info().command().orElse("java");
-        String cp = location(Rdma.class) + File.pathSeparator + location(Tour.class);
-        return new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp", cp, TourServer.class.getName())
-                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        String path = location(Rdma.class) + File.pathSeparator + location(Tour.class);
+        Module tour = Tour.class.getModule();
+        List<String> command = tour.isNamed()
+                ? List.of(java, "--enable-native-access=" + Rdma.class.getModule().getName(), "-p", path,
+                        "-m", tour.getName() + "/" + TourServer.class.getName())
+                : List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp", path, TourServer.class.getName());
+        return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }
 
     private static String location(Class<?> c) throws Exception {

@@ -12,8 +12,8 @@ import java.net.InetSocketAddress;
 /**
  * The other process of the {@link Tour}: on the default provider, it exposes a region (its
  * descriptor goes to every client in the connection's private data) and echoes every message
- * back with its length as immediate data. It prints one line, {@code listening PORT PROVIDER
- * WHY}, and runs until its standard input closes (so it ends with the tour, even if the tour
+ * back with its length as immediate data. It prints one line, {@code listening PORT PROVIDER},
+ * and runs until its standard input closes (so it ends with the tour, even if the tour
  * is killed).
  */
 public final class TourServer {
@@ -33,8 +33,7 @@ public final class TourServer {
                         conn.sendWithImm(msg.byteCount(), reply.slice(0, msg.byteCount()))
                                 .whenComplete((v, e) -> reply.close());
                     }))) {
-                System.out.println("listening " + server.address().getPort() + " " + rdma.providerName() + " "
-                        + rdma.providerChoice());
+                System.out.println("listening " + server.address().getPort() + " " + rdma.providerName());
                 System.out.flush();
                 while (System.in.read() >= 0) {
                     // runs until the tour closes our stdin

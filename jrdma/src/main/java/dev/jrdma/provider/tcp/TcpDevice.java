@@ -6,7 +6,7 @@ import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionLimits;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
-import dev.jrdma.spi.DeviceCapabilities;
+import dev.jrdma.device.DeviceCapabilities;
 import dev.jrdma.spi.DeviceEventHandler;
 import dev.jrdma.spi.MemoryRegistration;
 import dev.jrdma.spi.QueuePair;

@@ -1,23 +1,24 @@
 package dev.jrdma.provider.verbs;
 
+import dev.jrdma.device.DeviceInfo;
+import dev.jrdma.device.GidInfo;
+import dev.jrdma.device.PortInfo;
 import dev.jrdma.exceptions.NativeRdmaException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.UnsupportedCapabilityException;
-import dev.jrdma.provider.verbs.VerbsDevices.DeviceInfo;
 import dev.jrdma.provider.verbs.ffi.IbvAsyncEvent;
 import dev.jrdma.provider.verbs.ffi.IbvContext;
 import dev.jrdma.provider.verbs.ffi.IbvDeviceAttrEx;
 import dev.jrdma.provider.verbs.ffi.IbvMr;
 import dev.jrdma.provider.verbs.ffi.IbvQp;
 import dev.jrdma.os.LibC;
-import dev.jrdma.provider.verbs.ffi.IbvGidEntry;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
 import dev.jrdma.provider.verbs.ffi.LibRdmacm;
 import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
-import dev.jrdma.spi.DeviceCapabilities;
+import dev.jrdma.device.DeviceCapabilities;
 import dev.jrdma.spi.DeviceEventHandler;
 import dev.jrdma.spi.MemoryRegistration;
 import dev.jrdma.spi.QueuePair;
@@ -26,8 +27,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
-import java.net.UnknownHostException;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -72,7 +71,7 @@ final class VerbsDevice implements Device {
         List<DeviceInfo> all = VerbsDevices.describeAll();
         DeviceInfo chosen = null;
         for (DeviceInfo d : all) {
-            boolean active = d.ports().stream().anyMatch(VerbsDevices.PortInfo::active);
+            boolean active = d.active();
             if (name == null ? active : d.name().equals(name)) {
                 if (!active) {
                     throw new RdmaException("RDMA device " + name + " has no active port (ibv_devinfo shows its ports)");
@@ -95,22 +94,13 @@ final class VerbsDevice implements Device {
      * this device even when the kernel's route would pick another.
      */
     private static InetAddress ipv4Of(DeviceInfo info) {
-        for (VerbsDevices.PortInfo port : info.ports()) {
+        for (PortInfo port : info.ports()) {
             if (!port.active()) {
                 continue;
             }
-            for (VerbsDevices.GidInfo g : port.gids()) {
-                byte[] b = g.gid();
-                boolean mapped = g.type() == IbvGidEntry.GID_TYPE_ROCE_V2 && b[10] == (byte) 0xff && b[11] == (byte) 0xff;
-                for (int i = 0; i < 10 && mapped; i++) {
-                    mapped = b[i] == 0;
-                }
-                if (mapped) {
-                    try {
-                        return InetAddress.getByAddress(Arrays.copyOfRange(b, 12, 16));
-                    } catch (UnknownHostException e) {
-                        throw new IllegalStateException(e);
-                    }
+            for (GidInfo g : port.gids()) {
+                if (g.roceV2() && g.ipv4Mapped()) {
+                    return g.ipAddress();
                 }
             }
         }

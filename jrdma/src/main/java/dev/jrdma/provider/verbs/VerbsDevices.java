@@ -1,5 +1,8 @@
 package dev.jrdma.provider.verbs;
 
+import dev.jrdma.device.DeviceInfo;
+import dev.jrdma.device.GidInfo;
+import dev.jrdma.device.PortInfo;
 import dev.jrdma.provider.verbs.ffi.IbvDevice;
 import dev.jrdma.provider.verbs.ffi.IbvDeviceAttr;
 import dev.jrdma.provider.verbs.ffi.IbvDeviceAttrEx;
@@ -85,7 +88,7 @@ public final class VerbsDevices {
                         IbvPortAttr.smLid(portAttr), IbvPortAttr.lmc(portAttr), IbvPortAttr.gidTblLen(portAttr),
                         IbvPortAttr.pkeyTblLen(portAttr), IbvPortAttr.maxMsgSz(portAttr),
                         IbvPortAttr.activeWidth(portAttr), IbvPortAttr.activeSpeed(portAttr),
-                        IbvPortAttr.physState(portAttr), IbvPortAttr.portCapFlags(portAttr), List.copyOf(gids)));
+                        IbvPortAttr.physState(portAttr), IbvPortAttr.portCapFlags(portAttr), gids));
             }
             return new DeviceInfo(name, IbvDevice.transportType(device), IbvDevice.nodeType(device),
                     LibIbverbs.getDeviceGuid(device), IbvDeviceAttr.sysImageGuid(attr), IbvDeviceAttr.fwVer(attr),
@@ -104,87 +107,9 @@ public final class VerbsDevices {
                     IbvDeviceAttr.intField(attr, "max_srq_sge"), IbvDeviceAttr.maxPkeys(attr),
                     IbvDeviceAttr.localCaAckDelay(attr), ports,
                     IbvDeviceAttrEx.odpGeneralCaps(attrEx), IbvDeviceAttrEx.odpRcCaps(attrEx),
-                    IbvDeviceAttrEx.deviceCapFlagsEx(attrEx), List.copyOf(portInfos));
+                    IbvDeviceAttrEx.deviceCapFlagsEx(attrEx), portInfos);
         } finally {
             LibIbverbs.closeDevice(ctx);
-        }
-    }
-
-    /** One device: identity, limits and capabilities, ports. Names follow {@code struct ibv_device_attr}. */
-    public record DeviceInfo(String name, int transportType, int nodeType, long nodeGuid, long sysImageGuid,
-                             String fwVer, int vendorId, int vendorPartId, int hwVer, long maxMrSize,
-                             long pageSizeCap, int maxQp, int maxQpWr, int deviceCapFlags, int maxSge, int maxSgeRd,
-                             int maxCq, int maxCqe, int maxMr, int maxPd, int maxQpRdAtom, int maxQpInitRdAtom,
-                             int maxResRdAtom, int atomicCap, int maxMw, int maxAh, int maxSrq, int maxSrqWr,
-                             int maxSrqSge, int maxPkeys, int localCaAckDelay, int physPortCnt, long odpGeneralCaps,
-                             int odpRcCaps, long deviceCapFlagsEx, List<PortInfo> ports) {
-        /** Atomics (compare-and-swap, fetch-and-add) are there when atomic_cap is not ATOMIC_NONE. */
-        public boolean atomics() {
-            return atomicCap != LibIbverbs.ATOMIC_NONE;
-        }
-
-        public boolean srq() {
-            return maxSrq > 0;
-        }
-
-        public boolean odp() {
-            return (odpGeneralCaps & IbvDeviceAttrEx.IBV_ODP_SUPPORT) != 0;
-        }
-    }
-
-    /** One port. MTUs are {@code enum ibv_mtu} values (1..5 for 256..4096 bytes). */
-    public record PortInfo(int port, int state, int maxMtu, int activeMtu, int linkLayer, int lid, int smLid,
-                           int lmc, int gidTblLen, int pkeyTblLen, long maxMsgSz, int activeWidth, int activeSpeed,
-                           int physState, int portCapFlags, List<GidInfo> gids) {
-        public boolean active() {
-            return state == LibIbverbs.PORT_ACTIVE;
-        }
-    }
-
-    /** One valid GID table entry, with its type (IB, RoCE v1, RoCE v2) and netdev ifindex. */
-    public record GidInfo(int index, byte[] gid, int type, int ndevIfindex) {
-        /** The IP address this GID stands for (RoCE): IPv4 when IPv4-mapped, else IPv6; null for the all-zero GID. */
-        public java.net.InetAddress ipAddress() {
-            return ipAddress(gid);
-        }
-
-        /** Whether the GID is an IPv4-mapped IPv6 address (::ffff:a.b.c.d), as RoCE v2 GIDs of IPv4 addresses are. */
-        public boolean ipv4Mapped() {
-            for (int i = 0; i < 12; i++) {
-                if (gid[i] != (i < 10 ? 0 : (byte) 0xff)) {
-                    return false;
-                }
-            }
-            return true;
-        }
-
-        /** {@link #ipAddress()} of raw GID bytes. */
-        public static java.net.InetAddress ipAddress(byte[] gid) {
-            boolean zero = true;
-            for (byte b : gid) {
-                zero &= b == 0;
-            }
-            if (zero) {
-                return null;
-            }
-            GidInfo g = new GidInfo(0, gid, 0, 0);
-            try {
-                return java.net.InetAddress.getByAddress(g.ipv4Mapped() ? java.util.Arrays.copyOfRange(gid, 12, 16) : gid);
-            } catch (java.net.UnknownHostException e) {
-                throw new IllegalStateException("a GID of 16 bytes is an IPv6 address", e);
-            }
-        }
-
-        /** The GID as ibv_devinfo prints it: eight colon-separated groups of four hex digits. */
-        public String text() {
-            StringBuilder sb = new StringBuilder(39);
-            for (int i = 0; i < 16; i += 2) {
-                if (i > 0) {
-                    sb.append(':');
-                }
-                sb.append(String.format("%02x%02x", gid[i], gid[i + 1]));
-            }
-            return sb.toString();
         }
     }
 }

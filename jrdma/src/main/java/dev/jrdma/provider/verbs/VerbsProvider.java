@@ -1,10 +1,13 @@
 package dev.jrdma.provider.verbs;
 
+import dev.jrdma.device.DeviceInfo;
 import dev.jrdma.exceptions.ProviderUnavailableException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.provider.verbs.ffi.NativeLibraries;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.Provider;
+
+import java.util.List;
 
 /**
  * The {@code verbs} provider: real RDMA on any rdma-core device (mlx5, efa, irdma, rxe, siw ...).
@@ -41,5 +44,12 @@ public final class VerbsProvider implements Provider {
     public Device open(String deviceName) {
         NativeLibraries.ensureAvailable();
         return VerbsDevice.open(deviceName);
+    }
+
+    /** Every device ibv_get_device_list reports, each opened briefly to read it. */
+    @Override
+    public List<DeviceInfo> devices() {
+        NativeLibraries.ensureAvailable();
+        return VerbsDevices.describeAll();
     }
 }

@@ -9,7 +9,7 @@ import dev.jrdma.LocalRegion;
 import dev.jrdma.Message;
 import dev.jrdma.Rdma;
 import dev.jrdma.RdmaServer;
-import dev.jrdma.runtime.CompletionMode;
+import dev.jrdma.CompletionMode;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

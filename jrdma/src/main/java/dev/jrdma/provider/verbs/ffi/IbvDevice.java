@@ -35,16 +35,4 @@ public final class IbvDevice {
     public static String name(MemorySegment d) { return of(d).getString(offset(LAYOUT, "name")); }
     public static String devName(MemorySegment d) { return of(d).getString(offset(LAYOUT, "dev_name")); }
     public static String ibdevPath(MemorySegment d) { return of(d).getString(offset(LAYOUT, "ibdev_path")); }
-
-    /** ibv_devinfo's words for a transport type. */
-    public static String transportName(int transport) {
-        return switch (transport) {
-            case TRANSPORT_IB -> "InfiniBand";
-            case TRANSPORT_IWARP -> "iWARP";
-            case TRANSPORT_USNIC -> "usNIC";
-            case TRANSPORT_USNIC_UDP -> "usNIC UDP";
-            case TRANSPORT_UNSPECIFIED -> "unspecified";
-            default -> "invalid transport";
-        };
-    }
 }

@@ -34,14 +34,4 @@ public final class IbvGidEntry {
     public static int portNum(MemorySegment e) { return e.get(U32, offset(LAYOUT, "port_num")); }
     public static int gidType(MemorySegment e) { return e.get(U32, offset(LAYOUT, "gid_type")); }
     public static int ndevIfindex(MemorySegment e) { return e.get(U32, offset(LAYOUT, "ndev_ifindex")); }
-
-    /** "IB", "RoCE v1" or "RoCE v2", as ibv_devinfo prints them. */
-    public static String gidTypeName(int type) {
-        return switch (type) {
-            case GID_TYPE_IB -> "IB";
-            case GID_TYPE_ROCE_V1 -> "RoCE v1";
-            case GID_TYPE_ROCE_V2 -> "RoCE v2";
-            default -> "type " + type;
-        };
-    }
 }

@@ -550,32 +550,4 @@ public final class LibIbverbs {
             throw NativeCalls.rethrow(t);
         }
     }
-
-    // ---- names ibv_devinfo prints
-
-    public static String portStateName(int state) {
-        return switch (state) {
-            case PORT_NOP -> "PORT_NOP";
-            case PORT_DOWN -> "PORT_DOWN";
-            case PORT_INIT -> "PORT_INIT";
-            case PORT_ARMED -> "PORT_ARMED";
-            case PORT_ACTIVE -> "PORT_ACTIVE";
-            case PORT_ACTIVE_DEFER -> "PORT_ACTIVE_DEFER";
-            default -> "invalid state";
-        };
-    }
-
-    /** {@code enum ibv_mtu} (1..5) to bytes. */
-    public static int mtuBytes(int mtu) {
-        return mtu >= 1 && mtu <= 5 ? 128 << mtu : 0;
-    }
-
-    public static String atomicCapName(int cap) {
-        return switch (cap) {
-            case ATOMIC_NONE -> "ATOMIC_NONE";
-            case ATOMIC_HCA -> "ATOMIC_HCA";
-            case ATOMIC_GLOB -> "ATOMIC_GLOB";
-            default -> "invalid atomic capability";
-        };
-    }
 }

@@ -1,4 +1,4 @@
-package dev.jrdma.spi;
+package dev.jrdma.device;
 
 /**
  * What a device can do, as far as jrdma uses it. Limits are the device's maxima; a connection

@@ -1,4 +1,4 @@
-package dev.jrdma.runtime;
+package dev.jrdma;
 
 /** How an IO thread waits for completions. */
 public enum CompletionMode {
