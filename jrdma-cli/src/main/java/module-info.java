@@ -7,4 +7,6 @@ module dev.jrdma.cli {
     requires java.management;
     // The library logs through System.Logger; the command shows those records one line each.
     requires java.logging;
+    // jrdma perf --jfr records the run with the Flight Recorder.
+    requires jdk.jfr;
 }

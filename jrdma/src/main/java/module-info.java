@@ -30,9 +30,13 @@
  * (bindings to libibverbs and librdmacm) and {@code dev.jrdma.spi} (the provider interface), the
  * providers, {@code dev.jrdma.memory} and {@code dev.jrdma.runtime}, the public API, and
  * {@code dev.jrdma.collective} (peer groups and collectives, on the public API only).
+ * {@code dev.jrdma.jfr} (the Flight Recorder events) uses nothing of the library, and the memory
+ * pool and the API record their events through it.
  * {@code LayeringTest} holds every package to this.
  */
 module dev.jrdma {
+    requires jdk.jfr;
+
     exports dev.jrdma;
     exports dev.jrdma.exceptions;
     exports dev.jrdma.collective;

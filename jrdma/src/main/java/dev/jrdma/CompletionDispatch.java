@@ -4,6 +4,7 @@ import dev.jrdma.exceptions.ConnectionClosedException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.RemoteAccessException;
 import dev.jrdma.exceptions.WorkCompletionException;
+import dev.jrdma.jfr.JrdmaEvents;
 import dev.jrdma.spi.CompletionSink;
 import dev.jrdma.spi.WorkCompletion;
 
@@ -27,6 +28,7 @@ final class CompletionDispatch implements CompletionSink {
     private final SendSlots slots;
     private final ReceiveQueue receives;
     private final ConnectionConfig config;
+    private final ConnectionCounters counters;
     /** Completions handed to this connection so far (the completing thread's). */
     long count;
 
@@ -37,8 +39,12 @@ final class CompletionDispatch implements CompletionSink {
     private long doneValue;
     private int doneIndex;
     private Operation doneOp;
+    private long doneLength;
+    private long donePostedAt;
 
-    CompletionDispatch(ConnectionLife life, SendQueue sends, ReceiveQueue receives, ConnectionConfig config) {
+    CompletionDispatch(ConnectionLife life, SendQueue sends, ReceiveQueue receives, ConnectionConfig config,
+                       ConnectionCounters counters) {
+        this.counters = counters;
         this.life = life;
         this.sends = sends;
         this.slots = sends.slots;
@@ -77,14 +83,39 @@ final class CompletionDispatch implements CompletionSink {
             }
             // RC completes a send queue in order: unsignaled requests posted before this one are done.
             takeDone(oldest);
+            count(WorkCompletion.SUCCESS);
             SendOperation.tell(doneKind, doneCompletion, doneAttachment, doneValue, doneIndex, null);
         }
         if (emulationFailure != null) {
+            count(-1);
             SendOperation.tell(doneKind, doneCompletion, doneAttachment, 0, doneIndex, emulationFailure);
         } else if (status == WorkCompletion.SUCCESS) {
+            count(status);
             SendOperation.tell(doneKind, doneCompletion, doneAttachment, doneValue, doneIndex, null);
         } else {
+            count(status);
             SendOperation.tell(doneKind, doneCompletion, doneAttachment, 0, doneIndex, failureOf(status));
+        }
+    }
+
+    /**
+     * Counts the operation in the done* fields as ended with {@code status} (-1: failed without a
+     * completion status), and its latency when it was sampled. The teardown's marker is not an
+     * operation and is not counted.
+     */
+    private void count(int status) {
+        if (doneKind == SendOperation.MARKER) {
+            return;
+        }
+        if (status != WorkCompletion.SUCCESS) {
+            counters.failed(doneOp, status);
+            return;
+        }
+        counters.completed(doneOp, doneLength);
+        if (donePostedAt != 0) {
+            long nanos = System.nanoTime() - donePostedAt;
+            counters.latency(nanos);
+            JrdmaEvents.operationLatency(life.remoteAddress(), doneOp.label, doneLength, nanos);
         }
     }
 
@@ -97,6 +128,10 @@ final class CompletionDispatch implements CompletionSink {
         String what = doneOp.label + " on the connection to " + life.remoteAddress();
         String name = WorkCompletion.statusName(status);
         RdmaException e;
+        if (status == WorkCompletion.RETRY_EXC_ERR || status == WorkCompletion.RNR_RETRY_EXC_ERR) {
+            boolean rnr = status == WorkCompletion.RNR_RETRY_EXC_ERR;
+            JrdmaEvents.retryExceeded(life.remoteAddress(), doneOp.label, rnr, rnr ? config.rnrRetry() : config.retryCount());
+        }
         if (status == WorkCompletion.RETRY_EXC_ERR) {
             e = new ConnectionClosedException(what + " failed with " + name + ": the peer did not answer within "
                     + config.retryCount() + " retries, it is gone or unreachable");
@@ -120,6 +155,8 @@ final class CompletionDispatch implements CompletionSink {
         doneAttachment = o.attachment;
         doneOp = o.op;
         doneIndex = o.batchIndex;
+        doneLength = o.length;
+        donePostedAt = o.postedAt;
         doneValue = o.op.atomic ? sends.valueOf(o) : 0;
         RegionResources local = o.local;
         slots.release(o);
@@ -154,6 +191,9 @@ final class CompletionDispatch implements CompletionSink {
                 doneCompletion = o.completion;
                 doneAttachment = o.attachment;
                 doneIndex = o.batchIndex;
+                if (o.kind != SendOperation.MARKER) {
+                    counters.failed(o.op, -1);
+                }
                 RegionResources local = o.local;
                 slots.release(o);
                 if (local != null) {

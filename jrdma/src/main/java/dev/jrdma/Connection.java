@@ -53,6 +53,8 @@ public final class Connection implements AutoCloseable {
     final ConnectionLife life;
     private final SendQueue sends;
     private final ReceiveQueue receives;
+    /** What this life has done, counted (see {@link #statistics()}). */
+    private final ConnectionCounters counters = new ConnectionCounters();
     /**
      * The object the application holds: this one, or for a life after a reconnect, the first
      * life's. Callbacks and messages name it, not the life.
@@ -79,9 +81,9 @@ public final class Connection implements AutoCloseable {
         this.remoteAddress = remoteAddress;
         this.server = server;
         this.life = new ConnectionLife(this, io, remoteAddress, rdma.clock());
-        this.sends = new SendQueue(life, config, io);
-        this.receives = new ReceiveQueue(this, life, sends.postLock, config);
-        life.parts(sends, receives, new CompletionDispatch(life, sends, receives, config));
+        this.sends = new SendQueue(life, config, io, counters);
+        this.receives = new ReceiveQueue(this, life, sends.postLock, config, counters);
+        life.parts(sends, receives, new CompletionDispatch(life, sends, receives, config, counters));
         this.handle = handle == null ? this : handle;
         this.reconnector = handle == null && server == null && config.reconnect().reconnects()
                 ? new Reconnector(this, rdma, remoteAddress, config) : null;
@@ -145,6 +147,21 @@ public final class Connection implements AutoCloseable {
                 g.sendDepth(), g.recvDepth(), g.maxInlineData(), g.initiatorDepth(), g.responderResources(),
                 retry >= 0 ? retry : g.retryCount(), rnr >= 0 ? rnr : g.rnrRetry(), closed ? -1 : q.queryAckTimeout(),
                 closed ? -1 : q.queryMinRnrTimer());
+    }
+
+    /**
+     * {@return what the connection has done: operations and bytes by kind, failures, errors by
+     * status, what is outstanding now and sampled completion latencies} A snapshot, from any
+     * thread, at any time (after the close too); counting costs the data path plain increments
+     * only. With a {@link ReconnectPolicy}, the counts are the current queue pair's.
+     */
+    public ConnectionStatistics statistics() {
+        return live.statisticsOfThisLife();
+    }
+
+    /** The statistics of this life (not the handle's current one). */
+    ConnectionStatistics statisticsOfThisLife() {
+        return counters.snapshot(sends.slots.outstanding());
     }
 
     /**

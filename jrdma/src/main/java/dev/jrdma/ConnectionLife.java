@@ -3,6 +3,7 @@ package dev.jrdma;
 import dev.jrdma.exceptions.ConnectionClosedException;
 import dev.jrdma.exceptions.ConnectionRejectedException;
 import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.jfr.JrdmaEvents;
 import dev.jrdma.runtime.IoThread;
 import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CompletionChannel;
@@ -196,6 +197,10 @@ final class ConnectionLife {
         RdmaServer server = connection.server;
         peer = server != null ? pendingPeer : Handshake.decode(privateData);
         state = ConnectionState.ESTABLISHED;
+        Rdma rdma = connection.rdma();
+        QueuePair q = qp;
+        JrdmaEvents.connectionEstablished(remoteAddress, rdma.providerName(), rdma.deviceName(), q == null ? 0 : q.qpNum(),
+                server != null);
         if (server != null) {
             server.add(connection);
         }
@@ -227,6 +232,7 @@ final class ConnectionLife {
         if (state == ConnectionState.CONNECTING) {
             failure = e;
             state = ConnectionState.CLOSED;
+            JrdmaEvents.connectionFailed(remoteAddress, connection.rdma().providerName(), true, e);
             connected.completeExceptionally(e);
             release();
         }
@@ -304,6 +310,7 @@ final class ConnectionLife {
             boolean wasUp = state == ConnectionState.ESTABLISHED;
             if (wasUp) {
                 state = ConnectionState.ERROR;
+                JrdmaEvents.connectionFailed(remoteAddress, connection.rdma().providerName(), false, e);
             }
             LOG.log(System.Logger.Level.DEBUG, "connection to {0} in error: {1}", remoteAddress, e.getMessage());
             receives.failReceivers(e);
@@ -416,6 +423,11 @@ final class ConnectionLife {
         released.complete(null);
         runReleaseHooks();
         boolean wasUp = connected.isDone() && !connected.isCompletedExceptionally();
+        if (wasUp) {   // a connect that failed had its ConnectionFailed event
+            ConnectionStatistics counted = connection.statisticsOfThisLife();
+            JrdmaEvents.connectionClosed(remoteAddress, rdma.providerName(), failure == null ? null : failure.getMessage(),
+                    counted.completed(), counted.failed());
+        }
         Consumer<Connection> cb = connection.disconnectCallback();
         if (cb != null && wasUp) {
             try {

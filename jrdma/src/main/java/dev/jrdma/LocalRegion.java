@@ -1,5 +1,6 @@
 package dev.jrdma;
 
+import dev.jrdma.jfr.JrdmaEvents;
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.MemoryRegistration;
 
@@ -183,7 +184,11 @@ public final class LocalRegion implements AutoCloseable {
         long end = System.currentTimeMillis() + Math.max(1, duration.toMillis());
         MemoryRegistration r = resources.newLease(segment, bits);
         RegionResources res = resources;
-        rdma.scheduleLeaseEnd(duration, () -> res.endLease(r));
+        long millis = duration.toMillis();
+        rdma.scheduleLeaseEnd(duration, () -> {
+            res.endLease(r);
+            JrdmaEvents.leaseEnded(r.memory().address(), r.memory().byteSize(), r.rkey(), millis);
+        });
         return new RemoteRegion(segment.address(), segment.byteSize(), r.rkey(),
                 bits | (root().directWriteToPmem ? RemoteRegion.DIRECT_WRITE_TO_PMEM : 0), end);
     }

@@ -49,8 +49,11 @@ enum Operation {
     final Shape shape;
     /** It reads an 8-byte word: its value (the prior one) lands in the slot's scratch word. */
     final boolean atomic;
+    /** Its public name, which statistics and events count it by. */
+    final OperationType type;
 
     Operation(String label, int wire, Access access, Shape shape) {
+        this.type = OperationType.valueOf(name());
         this.label = label;
         this.wire = wire;
         this.access = access;

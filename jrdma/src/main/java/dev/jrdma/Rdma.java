@@ -6,6 +6,7 @@ import dev.jrdma.exceptions.ProviderUnavailableException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.RdmaTimeoutException;
 import dev.jrdma.exceptions.UnsupportedCapabilityException;
+import dev.jrdma.jfr.JrdmaEvents;
 import dev.jrdma.memory.PooledBlock;
 import dev.jrdma.memory.RegisteredMemoryPool;
 import dev.jrdma.memory.RegistrationCache;
@@ -355,7 +356,7 @@ public final class Rdma implements AutoCloseable {
      */
     public LocalRegion register(MemorySegment segment, Access... access) {
         int bits = checkRegistrable("register", segment, access);
-        return track(new LocalRegion(segment, registrations.register(segment, bits), null, this, false));
+        return registered(new LocalRegion(segment, registrations.register(segment, bits), null, this, false), "register");
     }
 
     /**
@@ -371,7 +372,8 @@ public final class Rdma implements AutoCloseable {
      */
     public LocalRegion registerOnDemand(MemorySegment segment, Access... access) {
         int bits = checkRegistrable("registerOnDemand", segment, access);
-        return track(new LocalRegion(segment, device.registerOnDemand(segment, bits), null, this, false));
+        return registered(new LocalRegion(segment, device.registerOnDemand(segment, bits), null, this, false),
+                "registerOnDemand");
     }
 
     /**
@@ -386,7 +388,7 @@ public final class Rdma implements AutoCloseable {
     public LocalRegion registerAddressSpaceOnDemand() {
         checkOpen();
         MemoryRegistration r = device.registerImplicitOnDemand(AccessFlags.LOCAL_WRITE);
-        return track(new LocalRegion(r.memory(), r, null, this, false));
+        return registered(new LocalRegion(r.memory(), r, null, this, false), "registerAddressSpaceOnDemand");
     }
 
     /**
@@ -406,7 +408,15 @@ public final class Rdma implements AutoCloseable {
             throw new IllegalArgumentException("registerPhysical: length must be positive, not " + length);
         }
         MemoryRegistration r = device.registerPhysical(physicalAddress, length, Access.bits(access));
-        return track(new LocalRegion(r.memory(), r, null, this, false));
+        return registered(new LocalRegion(r.memory(), r, null, this, false), "registerPhysical");
+    }
+
+    /** Tracks {@code r}, which {@code what} registered, and records its RegionRegistered event. */
+    private LocalRegion registered(LocalRegion r, String what) {
+        track(r);
+        JrdmaEvents.regionRegistered(r.address(), r.length(), AccessFlags.names(r.resources().registration.access()), what,
+                deviceName());
+        return r;
     }
 
     /** The checks of {@link #register}; returns the access bits. */

@@ -31,6 +31,7 @@ final class ReceiveQueue {
 
     private final Connection connection;
     private final ConnectionLife life;
+    private final ConnectionCounters counters;
     private final Object postLock;
     /** Single-threaded: the owner is the only thread here, so no lock and no atomic step (see SendQueue). */
     private final boolean confined;
@@ -49,7 +50,9 @@ final class ReceiveQueue {
     private final ArrayDeque<CompletableFuture<Message>> waiting = new ArrayDeque<>();
     private volatile BiConsumer<Connection, Message> onReceive;
 
-    ReceiveQueue(Connection connection, ConnectionLife life, Object postLock, ConnectionConfig config) {
+    ReceiveQueue(Connection connection, ConnectionLife life, Object postLock, ConnectionConfig config,
+                 ConnectionCounters counters) {
+        this.counters = counters;
         this.connection = connection;
         this.life = life;
         this.postLock = postLock;
@@ -100,6 +103,7 @@ final class ReceiveQueue {
         }
         if (status != WorkCompletion.SUCCESS) {
             if (status != WorkCompletion.WR_FLUSH_ERR) {
+                counters.receiveFailed(status);
                 life.markError(new WorkCompletionException("receive on the connection to " + life.remoteAddress(),
                         WorkCompletion.statusName(status)));
             } else if (life.failure() == null) {   // flushed: the QP's failure is elsewhere, maybe still to come
@@ -109,6 +113,7 @@ final class ReceiveQueue {
             return;
         }
         boolean write = opcode == WorkCompletion.OP_RECV_RDMA_WITH_IMM;
+        counters.received(write ? 0 : byteLen);
         MemorySegment data = registration.memory().asSlice((long) buffer * bufferSize, write ? 0 : byteLen);
         if (confined) {
             lent.setPlain(lent.getPlain() + 1);

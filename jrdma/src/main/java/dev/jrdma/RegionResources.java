@@ -1,6 +1,7 @@
 package dev.jrdma;
 
 import dev.jrdma.runtime.IoThread;
+import dev.jrdma.jfr.JrdmaEvents;
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.MemoryRegistration;
 
@@ -168,6 +169,7 @@ final class RegionResources {
         if (e == null) {
             e = rdma.registerExposure(memory, withLocalWrite(rights));
             exposures.put(key, e);
+            JrdmaEvents.regionExposed(memory.address(), memory.byteSize(), e.rkey(), AccessFlags.names(rights), "every peer");
         }
         return e;
     }
@@ -182,6 +184,7 @@ final class RegionResources {
             leases = new ArrayList<>();
         }
         leases.add(r);
+        JrdmaEvents.regionExposed(memory.address(), memory.byteSize(), r.rkey(), AccessFlags.names(rights), "lease");
         return r;
     }
 
@@ -222,9 +225,12 @@ final class RegionResources {
                     }
                 }
                 endLease(r);
+                JrdmaEvents.regionRevoked(memory.address(), memory.byteSize(), r.rkey(), "its connection was released");
             };
             scoped.put(r, new ScopedHook(connection, end));
         }
+        JrdmaEvents.regionExposed(memory.address(), memory.byteSize(), r.rkey(), AccessFlags.names(rights),
+                "the connection to " + connection.remoteAddress());
         connection.addReleaseHook(end);   // outside the lock: it runs at once if the connection is gone
         return r;
     }
@@ -264,9 +270,13 @@ final class RegionResources {
         }
         rdma.untrack(this);
         List<MemoryRegistration> open = new ArrayList<>();
+        // For the events: exposures and connection-scoped keys this close revokes (a lease, ended
+        // or not, reports LeaseEnded when its time is up).
+        List<MemoryRegistration> revoked = new ArrayList<>();
         synchronized (this) {
             if (exposures != null) {
                 open.addAll(exposures.values());
+                revoked.addAll(exposures.values());
             }
             if (leases != null) {
                 open.addAll(leases);   // ended ones too: a peer may still reach them (shm)
@@ -274,6 +284,7 @@ final class RegionResources {
             exposures = null;
             leases = null;
             if (scoped != null) {
+                revoked.addAll(scoped.keySet());
                 scoped.values().forEach(h -> h.connection().removeReleaseHook(h.end()));
                 scoped = null;
             }
@@ -282,6 +293,9 @@ final class RegionResources {
         // through any exposure; the exposures end now, so peers lose access at once.
         ownerGate = new AtomicInteger(open.size() + 1);
         RuntimeException failure = null;
+        for (MemoryRegistration e : revoked) {
+            JrdmaEvents.regionRevoked(e.memory().address(), e.memory().byteSize(), e.rkey(), "the region was closed");
+        }
         for (MemoryRegistration e : open) {
             try {
                 e.close();

@@ -33,6 +33,10 @@ final class SendOperation {
     int batchIndex;
     /** The region whose memory is its local buffer, held (see RegionResources.acquireForOperation) until it ends; or null. */
     RegionResources local;
+    /** The bytes it moves, for the statistics: the local buffer's length, 8 for an atomic. */
+    long length;
+    /** When it was posted (System.nanoTime), if its latency is sampled; else 0. */
+    long postedAt;
 
     // An emulated atomic: its arguments (see MaskedAtomics), what its last compare-and-swap
     // expected, the remote word, and when it gives up.
@@ -50,6 +54,7 @@ final class SendOperation {
         attachment = null;
         remote = null;
         local = null;
+        postedAt = 0;
         op = null;
         kind = FREE;
     }

@@ -25,6 +25,7 @@ final class SendQueue {
     private final ConnectionLife life;
     private final ConnectionConfig config;
     private final IoThread io;
+    private final ConnectionCounters counters;
     /**
      * Single-threaded ({@code Rdma.Builder.singleThreaded}): only the owner posts and completes,
      * so the posts take no lock (the rest, teardown and the marker, still do: it costs nothing
@@ -44,7 +45,8 @@ final class SendQueue {
     /** The last request posted was unsignaled: nothing will report it, so a teardown needs the marker. */
     private boolean tailUnsignaled;
 
-    SendQueue(ConnectionLife life, ConnectionConfig config, IoThread io) {
+    SendQueue(ConnectionLife life, ConnectionConfig config, IoThread io, ConnectionCounters counters) {
+        this.counters = counters;
         this.life = life;
         this.config = config;
         this.io = io;
@@ -87,6 +89,7 @@ final class SendQueue {
             if (kind == SendOperation.ON_ERROR && (op == Operation.WRITE || op == Operation.READ)
                     && qp.postNow(0, op.wire, 0, buf.address(), (int) buf.length(), buf.lkey(), remote.address(),
                     remote.rkey()) == QueuePair.DONE) {
+                counters.completedAtPost(op, buf.length());
                 return;
             }
         }
@@ -114,7 +117,14 @@ final class SendQueue {
         awaitRoom(1, op.label);
         SendOperation o = slots.take(op, kind, completion, attachment);
         o.local = local;
+        stamp(o, op, buf);
         postBody(o, op, buf, remote, imm, a, b, c, d);
+    }
+
+    /** Notes what {@code o} moves and, for one operation in LATENCY_SAMPLE_EVERY, when it was posted. */
+    private void stamp(SendOperation o, Operation op, LocalRegion buf) {
+        o.length = buf != null ? buf.length() : op.atomic ? 8 : 0;
+        o.postedAt = counters.sampleNext() ? System.nanoTime() : 0;
     }
 
     /**
@@ -268,6 +278,7 @@ final class SendQueue {
             o.batchIndex = i;
             o.local = held[i];
             LocalRegion buf = b.local[i];
+            stamp(o, op, buf);
             RemoteRegion remote = b.remote[i];
             qp.stage(i, o.slot, op.wire, i == n - 1 ? QueuePair.SEND_SIGNALED : 0,
                     op.atomic ? scratch(o) : buf.address(), op.atomic ? 8 : (int) buf.length(),
@@ -298,6 +309,7 @@ final class SendQueue {
             if (o.local != null) {
                 o.local.releaseFromOperation();
             }
+            counters.failedAtPost(o.op);
             slots.untake(o);   // the last taken first: the reverse of taking
             bc.member(i, e, 0);
         }
@@ -332,6 +344,7 @@ final class SendQueue {
             // gives its slot and its region back now, and needs no reclaiming signal or marker.
             slots.popTail();
             RegionResources local = o.local;
+            counters.completedAtPost(o.op, o.length);
             slots.untake(o);
             if (local != null) {
                 local.releaseFromOperation();

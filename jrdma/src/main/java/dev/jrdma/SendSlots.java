@@ -135,6 +135,11 @@ final class SendSlots {
         return ops[postRing[(int) t & mask]];
     }
 
+    /** Operations in flight now, as any thread sees it (the two ends read apart: an estimate under way). */
+    long outstanding() {
+        return (long) POST_TAIL.getOpaque(this) - postHead;
+    }
+
     /** Something is in flight; on the completing thread. */
     boolean anyPosted() {
         return postHead != postTail;

@@ -34,15 +34,16 @@ class LayeringTest {
     static final Map<String, Set<String>> MAY_USE = Map.ofEntries(
             Map.entry("exceptions", Set.of()),
             Map.entry("device", Set.of()),
+            Map.entry("jfr", Set.of()),
             Map.entry("os", Set.of("exceptions")),
             Map.entry("spi", Set.of("os", "device", "exceptions")),
             Map.entry("provider.verbs.ffi", Set.of("os", "exceptions")),
             Map.entry("provider.verbs", Set.of("provider.verbs.ffi", "spi", "os", "device", "exceptions")),
             Map.entry("provider.tcp", Set.of("spi", "os", "device", "exceptions")),
             Map.entry("provider.shm", Set.of("provider.tcp", "spi", "os", "device", "exceptions")),
-            Map.entry("memory", Set.of("spi", "os", "device", "exceptions")),
+            Map.entry("memory", Set.of("jfr", "spi", "os", "device", "exceptions")),
             Map.entry("runtime", Set.of("spi", "os", "device", "exceptions")),
-            Map.entry("api", Set.of("memory", "runtime", "spi", "os", "device", "exceptions")),
+            Map.entry("api", Set.of("jfr", "memory", "runtime", "spi", "os", "device", "exceptions")),
             Map.entry("collective", Set.of("api", "runtime", "device", "exceptions")));
 
     private static final Pattern REFERENCE = Pattern.compile("(?<![\\w.])dev\\.jrdma((?:\\.[a-z]\\w*)*)\\.[A-Z*]");

@@ -545,4 +545,83 @@ abstract class RdmaOperationsConformance {
             assertEquals(ConnectionState.ESTABLISHED, p.conn().state());
         }
     }
+
+    /**
+     * {@link Connection#statistics()}: each side counts what it did, by kind and in bytes (ON_ERROR
+     * writes too, which report nothing), samples one latency in LATENCY_SAMPLE_EVERY, and counts a
+     * failure by its status. (SingleThreadedTest counts shm's writes done during the call.)
+     */
+    @Test
+    void statisticsCountWhatEachSideDidByKindBytesAndStatus() throws Exception {
+        try (TestPair p = TestPair.open(transport(), CompletionMode.POLLING)) {
+            Connection c = p.conn(), s = p.accepted().poll(T, TimeUnit.SECONDS);
+            assertTrue(s != null, "accepted");
+            ConnectionStatistics fresh = c.statistics();
+            assertEquals(0, fresh.completed());
+            assertEquals(0, fresh.outstanding());
+            assertEquals(ConnectionStatistics.Latency.NONE, fresh.latency());
+            LocalRegion buf = p.client().allocate(4096);
+            RemoteRegion r = p.remote();
+            for (int i = 0; i < 8; i++) {
+                c.write(buf.slice(0, 100), r.slice(0, 100), null, null, Completion.ON_ERROR);
+            }
+            for (int i = 0; i < 24; i++) {
+                c.writeSync(buf.slice(0, 100), r.slice(0, 100));   // the first also reports the ON_ERROR writes
+            }
+            for (int i = 0; i < 3; i++) {
+                c.readSync(r.slice(0, 50), buf.slice(0, 50));
+            }
+            word(p, 0);
+            for (int i = 0; i < 4; i++) {
+                c.fetchAndAddSync(r.slice(WORD, 8), 1);
+            }
+            assertEquals(4, c.compareAndSwapSync(r.slice(WORD, 8), 4, 5));
+            CompletableFuture<Message> reply = c.receive();
+            c.sendSync(buf.slice(0, 10));   // the server answers with a sendWithImm of the 10 bytes
+            reply.get(T, TimeUnit.SECONDS).close();
+
+            ConnectionStatistics st = c.statistics();
+            assertEquals(32, st.completed(OperationType.WRITE), st.toString());
+            assertEquals(3200, st.bytes(OperationType.WRITE));
+            assertEquals(3, st.completed(OperationType.READ));
+            assertEquals(150, st.bytes(OperationType.READ));
+            assertEquals(4, st.completed(OperationType.FETCH_AND_ADD));
+            assertEquals(32, st.bytes(OperationType.FETCH_AND_ADD));
+            assertEquals(1, st.completed(OperationType.COMPARE_AND_SWAP));
+            assertEquals(1, st.completed(OperationType.SEND));
+            assertEquals(10, st.bytes(OperationType.SEND));
+            assertEquals(1, st.completed(OperationType.RECEIVE));
+            assertEquals(10, st.bytes(OperationType.RECEIVE));
+            assertEquals(32 + 3 + 4 + 1 + 1 + 1, st.completed());
+            assertEquals(0, st.failed());
+            assertEquals(java.util.Map.of(), st.errorsByStatus());
+            assertEquals(0, st.outstanding());
+            // 41 send-queue operations: the 16th and the 32nd (blocking writes) were timed.
+            ConnectionStatistics.Latency l = st.latency();
+            assertEquals(2, l.samples(), l.toString());
+            assertTrue(0 < l.minNanos() && l.minNanos() <= l.p50Nanos() && l.p50Nanos() <= l.p99Nanos()
+                    && l.p99Nanos() <= l.maxNanos() && l.minNanos() <= l.meanNanos() && l.meanNanos() <= l.maxNanos(), l.toString());
+
+            // The server's side: the message in, the reply out (its completion may come a moment after the client had it).
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+            while (s.statistics().completed(OperationType.SEND_WITH_IMM) == 0 && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            ConnectionStatistics ss = s.statistics();
+            assertEquals(1, ss.completed(OperationType.RECEIVE), ss.toString());
+            assertEquals(10, ss.bytes(OperationType.RECEIVE));
+            assertEquals(1, ss.completed(OperationType.SEND_WITH_IMM));
+            assertEquals(0, ss.completed(OperationType.WRITE), "one-sided writes are the client's, not counted at the target");
+
+            // A key that names nothing: the write fails with the status the provider reports, and RC puts the connection in error.
+            RemoteRegion bogus = RemoteRegion.of(r.address(), 64, r.rkey() ^ 0x5a5a00);
+            assertInstanceOf(RemoteAccessException.class, cause(c.write(buf.slice(0, 64), bogus)));
+            ConnectionStatistics failed = c.statistics();
+            assertEquals(1, failed.failed(OperationType.WRITE), failed.toString());
+            assertEquals(java.util.Map.of("IBV_WC_REM_ACCESS_ERR", 1L), failed.errorsByStatus());
+            assertEquals(32, failed.completed(OperationType.WRITE), "the successes stay counted");
+            c.close();
+            assertEquals(32 + 3 + 4 + 1 + 1 + 1, c.statistics().completed(), "readable after the close");
+        }
+    }
 }

@@ -326,6 +326,30 @@ class SingleThreadedTest {
         }
     }
 
+    /**
+     * The owner's ON_ERROR writes that shm carries out during the call take no slot and complete
+     * nowhere; the statistics count them all the same, as tcp's that go through the queue.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void statisticsCountTheOwnersWritesDoneDuringTheCall(String provider) throws Exception {
+        try (TestPair p = open(provider, ConnectionConfig.defaults())) {
+            Connection c = p.conn();
+            RemoteRegion r = p.remote();
+            LocalRegion out = p.client().allocate(64);
+            c.writeSync(out, r.slice(0, 64));   // mapped (shm): the next writes with its key go directly
+            for (int i = 0; i < 10; i++) {
+                c.write(out, r.slice(0, 64), null, null, Completion.ON_ERROR);
+            }
+            c.writeSync(out, r.slice(0, 64));   // reports the ON_ERROR ones that went through the queue (tcp)
+            ConnectionStatistics st = c.statistics();
+            assertEquals(12, st.completed(OperationType.WRITE), st.toString());
+            assertEquals(12 * 64, st.bytes(OperationType.WRITE));
+            assertEquals(0, st.failed());
+            assertEquals(0, st.outstanding());
+        }
+    }
+
     @Test
     void needsTheInlineMode() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,

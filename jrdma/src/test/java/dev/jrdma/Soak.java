@@ -27,7 +27,8 @@ import java.util.concurrent.TimeUnit;
  */
 final class Soak {
     /** One interval: what the process held at its end, and what the interval did. */
-    record Sample(double minutes, long rssKiB, long nativeKiB, int fds, int threads, long operations, long cycles,
+    /** {@code hugeKiB}: of the RSS, what is in transparent huge pages ({@code AnonHugePages}; -1 unknown). */
+    record Sample(double minutes, long rssKiB, long hugeKiB, long nativeKiB, int fds, int threads, long operations, long cycles,
                   long errors, double p50Micros, double p99Micros, Map<String, Long> nmtKiB) {
         /** NMT's "Other": memory the JVM mallocs for Unsafe and so for FFM arenas, where jrdma's native allocations are. */
         long otherKiB() {
@@ -161,7 +162,8 @@ final class Soak {
         // The JDK's common pool starts and retires its workers as it likes (keep-alive 60 s): not ours to count.
         int threads = (int) Thread.getAllStackTraces().keySet().stream()
                 .filter(t -> !t.getName().startsWith("ForkJoinPool.commonPool-worker")).count();
-        return new Sample(minutes, rssKiB(), nativeBytes / 1024, fds, threads, operations, cycles, errorCount, p50, p99, nmt);
+        return new Sample(minutes, rssKiB(), anonHugePagesKiB(), nativeBytes / 1024, fds, threads, operations, cycles, errorCount,
+                p50, p99, nmt);
     }
 
     /**
@@ -199,6 +201,24 @@ final class Soak {
             bytes += b.getMemoryUsed();
         }
         return bytes;
+    }
+
+    /**
+     * The process's anonymous memory in transparent huge pages ({@code /proc/self/smaps_rollup}),
+     * -1 where the kernel does not say. Where THP is "always", touching one page of a 2 MiB range
+     * of committed memory (a malloc arena, the code cache) can make all of it resident at once.
+     */
+    static long anonHugePagesKiB() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/smaps_rollup"))) {
+                if (line.startsWith("AnonHugePages:")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", ""));
+                }
+            }
+        } catch (IOException e) {
+            // not this kernel
+        }
+        return -1;
     }
 
     static long rssKiB() throws IOException {

@@ -139,12 +139,12 @@ final class SoakReport {
             }
             b.append('\n');
         }
-        b.append("| minute | RSS MiB | native MiB | fds | threads | operations | cycles | errors | p50 us | p99 us |\n");
-        b.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        b.append("| minute | RSS MiB | of it in huge pages MiB | native MiB | fds | threads | operations | cycles | errors | p50 us | p99 us |\n");
+        b.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for (Soak.Sample s : all) {
-            b.append(fmt("| %.1f | %.1f | %.1f | %d | %d | %,d | %d | %d | %.1f | %.1f |%n", s.minutes(), s.rssKiB() / 1024.0,
-                    s.nativeKiB() / 1024.0, s.fds(), s.threads(), s.operations(), s.cycles(), s.errors(), s.p50Micros(),
-                    s.p99Micros()));
+            b.append(fmt("| %.1f | %.1f | %s | %.1f | %d | %d | %,d | %d | %d | %.1f | %.1f |%n", s.minutes(), s.rssKiB() / 1024.0,
+                    s.hugeKiB() < 0 ? "?" : fmt("%.1f", s.hugeKiB() / 1024.0), s.nativeKiB() / 1024.0, s.fds(), s.threads(),
+                    s.operations(), s.cycles(), s.errors(), s.p50Micros(), s.p99Micros()));
         }
         return b.toString();
     }

@@ -27,7 +27,7 @@ class SoakReportTest {
     }
 
     private static Soak.Sample sample(double minute, long rssKiB, long otherKiB, int fds, int threads, double p99) {
-        return new Soak.Sample(minute, rssKiB, 370_000, fds, threads, 1000L * (long) minute, (long) minute, 0, 20, p99,
+        return new Soak.Sample(minute, rssKiB, 0, 370_000, fds, threads, 1000L * (long) minute, (long) minute, 0, 20, p99,
                 Map.of("Other", otherKiB, "Total", 370_000L));
     }
 

@@ -41,7 +41,7 @@ public final class PerfCommand {
             err.print(PerfOptions.USAGE);
             return 2;
         }
-        try {
+        try (PerfRecording recording = PerfRecording.start(o.jfr(), err)) {
             if (o.host() == null && (!o.loopback() || o.loopbackServer())) {
                 try (PerfServer server = new PerfServer(o)) {
                     err.println("jrdma perf: " + o.test().perftestName() + " server waiting on " + server.address());
@@ -158,7 +158,7 @@ public final class PerfCommand {
             switch (args[i]) {
                 case "--loopback", "--json", "--csv" -> {
                 }
-                case "--plot" -> i++;
+                case "--plot", "--jfr" -> i++;   // the client's: the server would write the same file
                 case "-p", "--port" -> {
                     port = true;
                     a.add(args[i]);

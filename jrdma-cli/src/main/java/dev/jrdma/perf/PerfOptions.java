@@ -30,11 +30,12 @@ import java.util.List;
  *                   (one doorbell, one completion for all); 1, the default, posts each alone
  * @param loopbackServer --loopback-server (not in the usage: --loopback starts it): the server
  *                   of a loopback run, in its own process, listening where --loopback's would
+ * @param jfr        --jfr, a file this process records a JDK Flight Recorder recording into (null: none)
  */
 public record PerfOptions(PerfTest test, String host, int port, String device, String provider, List<Integer> sizes,
                           int iterations, int txDepth, boolean loopback, String format, String bind, int gidIndex,
                           String plot, int warmUp, int ackTimeout, int outReads,
-                          int postList, boolean loopbackServer) {
+                          int postList, boolean loopbackServer, String jfr) {
 
     /** perftest's -u default: 4.096 µs × 2<sup>14</sup>, 67 ms. */
     static final int DEFAULT_ACK_TIMEOUT = 14;
@@ -72,6 +73,9 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                                      verbs the device's first RoCE v2 IPv4 address)
               --json | --csv         machine-readable output instead of the table
               --plot FILE.png        also draw the results: latency percentiles or bandwidth, by size
+              --jfr FILE.jfr         record this process in a JDK Flight Recorder file: the JVM's default
+                                     events and jrdma's (connections, regions, retries, and every 16th
+                                     operation's latency); open it with `jfr print` or JDK Mission Control
               --warmup N             N untimed iterations before each size (default: untimed rounds until
                                      the figure holds within 5% with the JIT idle, at most 60 s; the
                                      header says how long that took)
@@ -86,7 +90,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
             throw new IllegalArgumentException("which test? " + "(write_lat, read_lat, ...)");
         }
         PerfTest test = PerfTest.of(args[0]);
-        String host = null, device = null, provider = "auto", format = "text", bind = null, plot = null;
+        String host = null, device = null, provider = "auto", format = "text", bind = null, plot = null, jfr = null;
         int port = 18515, size = -1, iterations = -1, txDepth = 128, gidIndex = -1, warmUp = -1,
                 ackTimeout = DEFAULT_ACK_TIMEOUT, outReads = -1, postList = 1;
         boolean all = false, loopback = false, loopbackServer = false;
@@ -105,6 +109,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                 case "--bind" -> bind = value(args, ++i, a);
                 case "-x", "--gid-index" -> gidIndex = number(args, ++i, a, 0, 255);
                 case "--plot" -> plot = value(args, ++i, a);
+                case "--jfr" -> jfr = value(args, ++i, a);
                 case "-u", "--qp-timeout" -> {
                     if (i + 1 < args.length && args[i + 1].equals("cm")) {
                         i++;
@@ -174,11 +179,15 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         if (plot != null && host == null && !loopback) {
             throw new IllegalArgumentException("--plot is the client's (it has the results): give it with SERVER or --loopback");
         }
+        if (jfr != null && !jfr.toLowerCase(java.util.Locale.ROOT).endsWith(".jfr")) {
+            throw new IllegalArgumentException("--jfr writes a Flight Recorder file: give a name ending in .jfr, not '" + jfr + "'");
+        }
         if (loopbackServer && (loopback || host != null)) {
             throw new IllegalArgumentException("--loopback-server is the server of a --loopback run: no SERVER, no --loopback");
         }
         return new PerfOptions(test, host, port, device, provider, List.copyOf(sizes), iterations, txDepth,
-                loopback || loopbackServer, format, bind, gidIndex, plot, warmUp, ackTimeout, outReads, postList, loopbackServer);
+                loopback || loopbackServer, format, bind, gidIndex, plot, warmUp, ackTimeout, outReads, postList, loopbackServer,
+                jfr);
     }
 
     private static String value(String[] args, int i, String option) {

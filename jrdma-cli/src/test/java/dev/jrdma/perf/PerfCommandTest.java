@@ -197,6 +197,37 @@ class PerfCommandTest {
         }
     }
 
+    /**
+     * --jfr: the client's process is recorded; the file holds the JVM's events and jrdma's, the
+     * sampled operation latencies included (off in a recording that does not ask for them).
+     */
+    @Test
+    void jfrRecordsTheRunWithJrdmasEvents(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path file = dir.resolve("run.jfr");
+        Run r = perf("write_lat", "--provider", "shm", "--loopback", "-n", "200", "--warmup", "50", "--jfr", file.toString());
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.err().contains("JFR recording written to " + file.toAbsolutePath()), r.err());
+        java.util.Map<String, Integer> counts = new java.util.TreeMap<>();
+        long writes = 0;
+        for (jdk.jfr.consumer.RecordedEvent e : jdk.jfr.consumer.RecordingFile.readAllEvents(file)) {
+            counts.merge(e.getEventType().getName(), 1, Integer::sum);
+            if (e.getEventType().getName().equals("dev.jrdma.OperationLatency") && e.getString("operation").equals("write")) {
+                writes++;
+                assertTrue(e.getLong("latency") > 0, "a latency is positive: " + e);
+                assertEquals(2, e.getLong("bytes"), "write_lat's default size: " + e);
+            }
+        }
+        assertTrue(counts.getOrDefault("dev.jrdma.ConnectionEstablished", 0) >= 1, counts.toString());
+        assertTrue(counts.getOrDefault("dev.jrdma.ConnectionClosed", 0) >= 1, counts.toString());
+        assertTrue(counts.getOrDefault("dev.jrdma.RegionRegistered", 0) >= 1, counts.toString());
+        // 250 writes (50 warm-up, 200 timed) on the client: one in 16 sampled.
+        assertTrue(writes >= 250 / 16, writes + " sampled write latencies; " + counts);
+        assertTrue(counts.getOrDefault("jdk.JVMInformation", 0) > 0, "the JVM's default events are there too: " + counts);
+        assertUsage(perf("write_lat", "--loopback", "--jfr", "out.txt"), "--jfr writes a Flight Recorder file");
+        assertEquals(List.of("write_lat", "-p", "0", "--loopback-server"),
+                PerfCommand.serverArgs(new String[] {"write_lat", "--loopback", "--jfr", "x.jfr"}), "the server records nothing");
+    }
+
     @Test
     void gidIndexAndPlotOptionsAreChecked() {
         assertUsage(perf("write_lat", "--loopback", "--plot", "out.svg"), "--plot writes a PNG");

@@ -1,7 +1,9 @@
 package dev.jrdma.memory;
 
+import dev.jrdma.jfr.JrdmaEvents;
 import dev.jrdma.os.Errno;
 import dev.jrdma.os.LibC;
+import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.MemoryRegistration;
 import dev.jrdma.spi.ShareableMemory;
@@ -207,6 +209,8 @@ public final class RegisteredMemoryPool implements AutoCloseable {
             }
             throw e;
         }
+        JrdmaEvents.regionRegistered(memory.address(), memory.byteSize(), AccessFlags.names(access), "pool chunk",
+                device.name());
         return new PoolChunk(index, sizeClass, blockSize, memory, registration, backing);
     }
 
