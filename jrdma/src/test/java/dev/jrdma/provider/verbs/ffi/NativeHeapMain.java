@@ -13,8 +13,8 @@ import java.net.InetSocketAddress;
  * The child JVM of {@link NativeHeapVerbsTest}, run interpreted ({@code -Xint}, serial GC) so that
  * the JVM's own malloc calls (the JIT's arenas above all, megabytes up and down) do not drown
  * what is measured: the bytes malloc holds, per cycle, after each rdma_cm/verbs step is done and
- * undone a few hundred times, warm-up first. Prints {@code step NAME BYTES_PER_CYCLE} for each,
- * then {@code done}. The step "control" leaks 64 bytes a cycle on purpose: the measure must see it.
+ * undone a few hundred times, warm-up first. Prints {@code step NAME BYTES_PER_CYCLE [ROUNDS]}
+ * for each, then {@code done}. The step "control" leaks 64 bytes a cycle on purpose: the measure must see it.
  */
 public final class NativeHeapMain {
     interface Step {
@@ -28,16 +28,27 @@ public final class NativeHeapMain {
     private NativeHeapMain() {
     }
 
+    /**
+     * {@code warm} cycles, then 15 rounds of {@code count / 15}; prints the median round's bytes
+     * per cycle, and the rounds. A leak shows in every round. The JVM's own malloc noise comes in
+     * 32 KiB steps both ways (its arena chunks, which a service thread frees every 5 s), in the
+     * few rounds a step falls into: short rounds keep those few.
+     */
     private static void measure(String name, int warm, int count, Step step) throws Throwable {
         for (int i = 0; i < warm; i++) {
             step.run();
         }
-        long before = MallocStats.inUse();
-        for (int i = 0; i < count; i++) {
-            step.run();
+        double[] rounds = new double[15];
+        for (int r = 0; r < rounds.length; r++) {
+            long before = MallocStats.inUse();
+            for (int i = 0; i < count / rounds.length; i++) {
+                step.run();
+            }
+            rounds[r] = (MallocStats.inUse() - before) / (double) (count / rounds.length);
         }
-        long after = MallocStats.inUse();
-        System.out.printf("step %s %.1f%n", name, (after - before) / (double) count);
+        double[] sorted = rounds.clone();
+        java.util.Arrays.sort(sorted);
+        System.out.printf("step %s %.1f %s%n", name, sorted[rounds.length / 2], java.util.Arrays.toString(rounds));
     }
 
     public static void main(String[] args) throws Throwable {
