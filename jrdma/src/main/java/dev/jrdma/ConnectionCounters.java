@@ -22,29 +22,27 @@ final class ConnectionCounters {
     /** Statuses above {@link WorkCompletion#MAX_STATUS} count in the last entry. */
     private static final int STATUSES = WorkCompletion.MAX_STATUS + 2;
 
-    // The completing thread's.
-    private final long[] completed = new long[TYPES];
+    // The completing thread's. Operations and bytes of a kind side by side ([2t], [2t + 1]): one
+    // cache line for both increments.
+    private final long[] done = new long[2 * TYPES];
     private final long[] failed = new long[TYPES];
-    private final long[] bytes = new long[TYPES];
     private final long[] statuses = new long[STATUSES];
     private final LatencyHistogram latency = new LatencyHistogram();
 
     // The posters'.
-    private final long[] completedAtPost = new long[TYPES];
-    private final long[] bytesAtPost = new long[TYPES];
+    private final long[] doneAtPost = new long[2 * TYPES];
     private final long[] failedAtPost = new long[TYPES];
-    private int sampleTick;
 
-    /** Whether the operation being posted has its latency measured: one in LATENCY_SAMPLE_EVERY; a poster's. */
-    boolean sampleNext() {
-        return (++sampleTick & SAMPLE_MASK) == 0;
+    /** Whether the post numbered {@code tick} (a poster's count) has its latency measured: one in LATENCY_SAMPLE_EVERY. */
+    static boolean sampled(int tick) {
+        return (tick & SAMPLE_MASK) == 0;
     }
 
     /** {@code op} completed successfully, moving {@code length} bytes; the completing thread's. */
     void completed(Operation op, long length) {
-        int t = op.type.ordinal();
-        completed[t]++;
-        bytes[t] += length;
+        int i = 2 * op.typeIndex;
+        done[i]++;
+        done[i + 1] += length;
     }
 
     /** A sampled operation took {@code nanos} from its post to its completion; the completing thread's. */
@@ -54,7 +52,7 @@ final class ConnectionCounters {
 
     /** {@code op} failed with completion {@code status}, or (-1) without one, failed by a close; the completing thread's. */
     void failed(Operation op, int status) {
-        failed[op.type.ordinal()]++;
+        failed[op.typeIndex]++;
         if (status >= 0) {
             statuses[Math.min(status, STATUSES - 1)]++;
         }
@@ -62,8 +60,8 @@ final class ConnectionCounters {
 
     /** A message of {@code length} bytes arrived (0 for a write-with-immediate's notice); the completing thread's. */
     void received(int length) {
-        completed[RECEIVE]++;
-        bytes[RECEIVE] += length;
+        done[2 * RECEIVE]++;
+        done[2 * RECEIVE + 1] += length;
     }
 
     /** A receive failed with {@code status} (not a flush: a closing queue pair flushes every receive it has). */
@@ -74,23 +72,23 @@ final class ConnectionCounters {
 
     /** The provider carried out {@code op} during the post call (shm's direct path); a poster's. */
     void completedAtPost(Operation op, long length) {
-        int t = op.type.ordinal();
-        completedAtPost[t]++;
-        bytesAtPost[t] += length;
+        int i = 2 * op.typeIndex;
+        doneAtPost[i]++;
+        doneAtPost[i + 1] += length;
     }
 
     /** {@code op}, a batch member the device did not take, failed during the post call; a poster's. */
     void failedAtPost(Operation op) {
-        failedAtPost[op.type.ordinal()]++;
+        failedAtPost[op.typeIndex]++;
     }
 
     /** The counts now; any thread. {@code outstanding}: the send queue's operations in flight. */
     ConnectionStatistics snapshot(long outstanding) {
         long[] c = new long[TYPES], f = new long[TYPES], b = new long[TYPES];
         for (int t = 0; t < TYPES; t++) {
-            c[t] = read(completed, t) + read(completedAtPost, t);
+            c[t] = read(done, 2 * t) + read(doneAtPost, 2 * t);
             f[t] = read(failed, t) + read(failedAtPost, t);
-            b[t] = read(bytes, t) + read(bytesAtPost, t);
+            b[t] = read(done, 2 * t + 1) + read(doneAtPost, 2 * t + 1);
         }
         Map<String, Long> errors = new HashMap<>();
         for (int s = 0; s < STATUSES; s++) {

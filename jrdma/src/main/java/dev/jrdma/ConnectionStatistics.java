@@ -17,7 +17,7 @@ import java.util.TreeMap;
  */
 public final class ConnectionStatistics {
     /** One send-queue operation in this many has its completion latency measured. */
-    public static final int LATENCY_SAMPLE_EVERY = 16;
+    public static final int LATENCY_SAMPLE_EVERY = 64;
 
     private static final OperationType[] TYPES = OperationType.values();
 

@@ -44,6 +44,8 @@ final class SendQueue {
     private int unsignaledRun;
     /** The last request posted was unsignaled: nothing will report it, so a teardown needs the marker. */
     private boolean tailUnsignaled;
+    /** Operations posted, for the latency sampling; under postLock. */
+    private int postTick;
 
     SendQueue(ConnectionLife life, ConnectionConfig config, IoThread io, ConnectionCounters counters) {
         this.counters = counters;
@@ -124,7 +126,7 @@ final class SendQueue {
     /** Notes what {@code o} moves and, for one operation in LATENCY_SAMPLE_EVERY, when it was posted. */
     private void stamp(SendOperation o, Operation op, LocalRegion buf) {
         o.length = buf != null ? buf.length() : op.atomic ? 8 : 0;
-        o.postedAt = counters.sampleNext() ? System.nanoTime() : 0;
+        o.postedAt = ConnectionCounters.sampled(++postTick) ? System.nanoTime() : 0;
     }
 
     /**

@@ -565,7 +565,7 @@ abstract class RdmaOperationsConformance {
             for (int i = 0; i < 8; i++) {
                 c.write(buf.slice(0, 100), r.slice(0, 100), null, null, Completion.ON_ERROR);
             }
-            for (int i = 0; i < 24; i++) {
+            for (int i = 0; i < 120; i++) {
                 c.writeSync(buf.slice(0, 100), r.slice(0, 100));   // the first also reports the ON_ERROR writes
             }
             for (int i = 0; i < 3; i++) {
@@ -581,8 +581,8 @@ abstract class RdmaOperationsConformance {
             reply.get(T, TimeUnit.SECONDS).close();
 
             ConnectionStatistics st = c.statistics();
-            assertEquals(32, st.completed(OperationType.WRITE), st.toString());
-            assertEquals(3200, st.bytes(OperationType.WRITE));
+            assertEquals(128, st.completed(OperationType.WRITE), st.toString());
+            assertEquals(12800, st.bytes(OperationType.WRITE));
             assertEquals(3, st.completed(OperationType.READ));
             assertEquals(150, st.bytes(OperationType.READ));
             assertEquals(4, st.completed(OperationType.FETCH_AND_ADD));
@@ -592,11 +592,11 @@ abstract class RdmaOperationsConformance {
             assertEquals(10, st.bytes(OperationType.SEND));
             assertEquals(1, st.completed(OperationType.RECEIVE));
             assertEquals(10, st.bytes(OperationType.RECEIVE));
-            assertEquals(32 + 3 + 4 + 1 + 1 + 1, st.completed());
+            assertEquals(128 + 3 + 4 + 1 + 1 + 1, st.completed());
             assertEquals(0, st.failed());
             assertEquals(java.util.Map.of(), st.errorsByStatus());
             assertEquals(0, st.outstanding());
-            // 41 send-queue operations: the 16th and the 32nd (blocking writes) were timed.
+            // 137 send-queue operations: the 64th and the 128th (blocking writes) were timed.
             ConnectionStatistics.Latency l = st.latency();
             assertEquals(2, l.samples(), l.toString());
             assertTrue(0 < l.minNanos() && l.minNanos() <= l.p50Nanos() && l.p50Nanos() <= l.p99Nanos()
@@ -619,9 +619,9 @@ abstract class RdmaOperationsConformance {
             ConnectionStatistics failed = c.statistics();
             assertEquals(1, failed.failed(OperationType.WRITE), failed.toString());
             assertEquals(java.util.Map.of("IBV_WC_REM_ACCESS_ERR", 1L), failed.errorsByStatus());
-            assertEquals(32, failed.completed(OperationType.WRITE), "the successes stay counted");
+            assertEquals(128, failed.completed(OperationType.WRITE), "the successes stay counted");
             c.close();
-            assertEquals(32 + 3 + 4 + 1 + 1 + 1, c.statistics().completed(), "readable after the close");
+            assertEquals(128 + 3 + 4 + 1 + 1 + 1, c.statistics().completed(), "readable after the close");
         }
     }
 }

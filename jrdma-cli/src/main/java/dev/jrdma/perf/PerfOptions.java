@@ -74,7 +74,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
               --json | --csv         machine-readable output instead of the table
               --plot FILE.png        also draw the results: latency percentiles or bandwidth, by size
               --jfr FILE.jfr         record this process in a JDK Flight Recorder file: the JVM's default
-                                     events and jrdma's (connections, regions, retries, and every 16th
+                                     events and jrdma's (connections, regions, retries, and every 64th
                                      operation's latency); open it with `jfr print` or JDK Mission Control
               --warmup N             N untimed iterations before each size (default: untimed rounds until
                                      the figure holds within 5% with the JIT idle, at most 60 s; the

@@ -204,7 +204,7 @@ class PerfCommandTest {
     @Test
     void jfrRecordsTheRunWithJrdmasEvents(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
         java.nio.file.Path file = dir.resolve("run.jfr");
-        Run r = perf("write_lat", "--provider", "shm", "--loopback", "-n", "200", "--warmup", "50", "--jfr", file.toString());
+        Run r = perf("write_lat", "--provider", "shm", "--loopback", "-n", "500", "--warmup", "100", "--jfr", file.toString());
         assertEquals(0, r.code(), r.err());
         assertTrue(r.err().contains("JFR recording written to " + file.toAbsolutePath()), r.err());
         java.util.Map<String, Integer> counts = new java.util.TreeMap<>();
@@ -220,8 +220,8 @@ class PerfCommandTest {
         assertTrue(counts.getOrDefault("dev.jrdma.ConnectionEstablished", 0) >= 1, counts.toString());
         assertTrue(counts.getOrDefault("dev.jrdma.ConnectionClosed", 0) >= 1, counts.toString());
         assertTrue(counts.getOrDefault("dev.jrdma.RegionRegistered", 0) >= 1, counts.toString());
-        // 250 writes (50 warm-up, 200 timed) on the client: one in 16 sampled.
-        assertTrue(writes >= 250 / 16, writes + " sampled write latencies; " + counts);
+        // 600 writes (100 warm-up, 500 timed) on the client: one in LATENCY_SAMPLE_EVERY sampled.
+        assertTrue(writes >= 600 / dev.jrdma.ConnectionStatistics.LATENCY_SAMPLE_EVERY, writes + " sampled write latencies; " + counts);
         assertTrue(counts.getOrDefault("jdk.JVMInformation", 0) > 0, "the JVM's default events are there too: " + counts);
         assertUsage(perf("write_lat", "--loopback", "--jfr", "out.txt"), "--jfr writes a Flight Recorder file");
         assertEquals(List.of("write_lat", "-p", "0", "--loopback-server"),
