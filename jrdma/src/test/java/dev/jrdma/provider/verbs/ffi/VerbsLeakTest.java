@@ -69,6 +69,21 @@ public class VerbsLeakTest {
         return now;
     }
 
+    /**
+     * A snapshot taken once no jrdma IO thread is left, or after 5 s: an {@code Rdma} closed just
+     * before has joined its IO threads, but the OS thread may stay in /proc/self/task a moment
+     * longer (see {@link #settledSnapshot}), and a baseline must not count it.
+     */
+    public static Snapshot snapshotWithoutIoThreads(boolean rdmaObjects) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(5);
+        Snapshot now = snapshot(rdmaObjects);
+        while (now.threads().stream().anyMatch(t -> t.startsWith("jrdma-io")) && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+            now = snapshot(rdmaObjects);
+        }
+        return now;
+    }
+
     /** {@code rdmaObjects}: whether to ask the kernel for RDMA objects (false: a software provider; none are counted). */
     public static Snapshot snapshot(boolean rdmaObjects) throws IOException, InterruptedException {
         // Descriptors first: the rdma(8) children below must not be counted (their pipes are closed
