@@ -36,6 +36,8 @@ final class ShmLink implements SameHostLink {
     private SameHostChannel channel;
     /** Closed (from any thread, as the endpoint closes): no step takes or maps anything after it. */
     private boolean closed;
+    /** Why the peer's ring was last refused (see {@link #whyNoPeerRing}). */
+    private String noRing = "no reason recorded";
 
     ShmLink(ShmMemory support) {
         this.support = support;
@@ -139,9 +141,20 @@ final class ShmLink implements SameHostLink {
             return 1;
         }
         if (closed || channel == null) {
-            return -1;
+            return refused(closed ? "this side's link is closed" : "no same-host channel");
         }
         return receivePeerRing();
+    }
+
+    @Override
+    public synchronized String whyNoPeerRing() {
+        return noRing;
+    }
+
+    /** Notes why the peer's ring is refused (see {@link #whyNoPeerRing}); returns -1. */
+    private int refused(String why) {
+        noRing = why;
+        return -1;
     }
 
     /** Sends the ring this side writes on {@code ch}; false when it cannot go. */
@@ -154,13 +167,13 @@ final class ShmLink implements SameHostLink {
     private int receivePeerRing() {
         SameHostChannel.Record r = channel.receive();
         if (r == null) {
-            return channel.broken() ? -1 : 0;
+            return channel.broken() ? refused("the same-host channel broke (the peer closed it, or sent garbage)") : 0;
         }
         if (r.kind() != SameHostChannel.RING) {
             if (r.fd() >= 0) {
                 Sockets.close(r.fd());
             }
-            return -1;
+            return refused("a record of kind " + r.kind() + " came first, not RING");
         }
         return mapPeerRing(r) ? 1 : -1;
     }
@@ -169,10 +182,12 @@ final class ShmLink implements SameHostLink {
     private boolean mapPeerRing(SameHostChannel.Record r) {
         long offset = r.c(), size = r.d();
         if (r.fd() < 0) {
+            refused("the RING record carried no descriptor (none sent, or this process could not take one)");
             return false;
         }
         if (size <= SharedByteRing.HEADER || size > MAX_PEER_RING) {
             Sockets.close(r.fd());
+            refused("a ring of " + size + " bytes");
             return false;
         }
         Arena a = Arena.ofShared();
@@ -184,6 +199,7 @@ final class ShmLink implements SameHostLink {
         }
         if (m == null) {
             a.close();
+            refused("its memfd could not be mapped (not sealed, out of range, or mmap failed: see the shm warning)");
             return false;
         }
         rxArena = a;

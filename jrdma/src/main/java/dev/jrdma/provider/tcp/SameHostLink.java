@@ -50,6 +50,11 @@ public interface SameHostLink extends AutoCloseable {
      */
     int pollPeerRing();
 
+    /** Why {@link #pollPeerRing} last said -1, for the message that ends the connection. */
+    default String whyNoPeerRing() {
+        return "no reason recorded";
+    }
+
     /** Whether the link is in place: the channel proven, our ring made (the client maps the server's later). */
     boolean ready();
 

@@ -178,7 +178,8 @@ final class TcpQueuePair implements QueuePair {
     boolean awaitPeerRing() {
         int got = rings == null ? -1 : rings.pollPeerRing();
         if (got < 0) {
-            malformed("the server's ring was not handed over as a sealed memfd on the same-host channel");
+            malformed("the server's ring was not handed over as a sealed memfd on the same-host channel ("
+                    + (rings == null ? "no same-host link" : rings.whyNoPeerRing()) + ")");
             return false;
         }
         if (got > 0) {
