@@ -84,8 +84,9 @@ class TcpMemoryKeysTest {
                     hits++;
                 }
             }
-            // 64 live keys among 2^32: the chance that any lies below 2^16 is about 1 in 10^6.
-            assertEquals(0, hits, "keys 0..65536 name registrations (0.1 handed out 1, 2, 3, ...)");
+            // 64 random live keys among 2^32: one lies below 2^16 about once in 1 000 runs (CI met it),
+            // three or more about once in 10^9; 0.1's keys 1, 2, 3, ... were all 64 of them.
+            assertTrue(hits <= 2, hits + " of keys 0..65536 name registrations (0.1 handed out 1, 2, 3, ...)");
         }
     }
 }
