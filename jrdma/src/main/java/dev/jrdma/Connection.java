@@ -159,6 +159,11 @@ public final class Connection implements AutoCloseable {
         return live.statisticsOfThisLife();
     }
 
+    /** The counts of this life (not the handle's current one). */
+    ConnectionCounters counters() {
+        return counters;
+    }
+
     /** The statistics of this life (not the handle's current one). */
     ConnectionStatistics statisticsOfThisLife() {
         return counters.snapshot(sends.slots.outstanding());

@@ -82,6 +82,24 @@ final class ConnectionCounters {
         failedAtPost[op.typeIndex]++;
     }
 
+    /** Operations of every kind completed successfully so far, without a snapshot's copies; any thread. */
+    long completedTotal() {
+        long n = 0;
+        for (int t = 0; t < TYPES; t++) {
+            n += read(done, 2 * t) + read(doneAtPost, 2 * t);
+        }
+        return n;
+    }
+
+    /** Operations of every kind failed so far; any thread. */
+    long failedTotal() {
+        long n = 0;
+        for (int t = 0; t < TYPES; t++) {
+            n += read(failed, t) + read(failedAtPost, t);
+        }
+        return n;
+    }
+
     /** The counts now; any thread. {@code outstanding}: the send queue's operations in flight. */
     ConnectionStatistics snapshot(long outstanding) {
         long[] c = new long[TYPES], f = new long[TYPES], b = new long[TYPES];

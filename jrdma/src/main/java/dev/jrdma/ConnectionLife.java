@@ -424,9 +424,9 @@ final class ConnectionLife {
         runReleaseHooks();
         boolean wasUp = connected.isDone() && !connected.isCompletedExceptionally();
         if (wasUp) {   // a connect that failed had its ConnectionFailed event
-            ConnectionStatistics counted = connection.statisticsOfThisLife();
+            ConnectionCounters counted = connection.counters();
             JrdmaEvents.connectionClosed(remoteAddress, rdma.providerName(), failure == null ? null : failure.getMessage(),
-                    counted.completed(), counted.failed());
+                    counted.completedTotal(), counted.failedTotal());
         }
         Consumer<Connection> cb = connection.disconnectCallback();
         if (cb != null && wasUp) {
