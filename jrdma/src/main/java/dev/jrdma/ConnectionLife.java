@@ -3,7 +3,9 @@ package dev.jrdma;
 import dev.jrdma.exceptions.ConnectionClosedException;
 import dev.jrdma.exceptions.ConnectionRejectedException;
 import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.exceptions.RdmaTimeoutException;
 import dev.jrdma.jfr.JrdmaEvents;
+import dev.jrdma.os.Errno;
 import dev.jrdma.runtime.IoThread;
 import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CompletionChannel;
@@ -223,7 +225,17 @@ final class ConnectionLife {
                 + "; nothing listens there, or the peer rejected it)")));
     }
 
-    void onConnectError(String what) {
+    /**
+     * The connection manager gave up; {@code status} an errno (rdma_cm's negative). Its own
+     * deadline (ETIMEDOUT) is the connect's time-out, which Rdma's timer also watches: whichever
+     * fires first, the connect fails with the same RdmaTimeoutException.
+     */
+    void onConnectError(String what, int status) {
+        if (Math.abs(status) == Errno.ETIMEDOUT) {
+            failConnect(new RdmaTimeoutException("connecting to " + remoteAddress + " did not complete within "
+                    + connection.config().timeout() + " (" + what + ")"));
+            return;
+        }
         failConnect(new RdmaException("connecting to " + remoteAddress + " failed: " + what));
     }
 

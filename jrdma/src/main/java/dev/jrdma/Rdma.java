@@ -811,7 +811,7 @@ public final class Rdma implements AutoCloseable {
         @Override
         public void onError(CmEndpoint endpoint, String what, int status) {
             if (endpoint.attachment() instanceof Connection c) {
-                c.life.onConnectError(what);
+                c.life.onConnectError(what, status);
             }
         }
 
