@@ -105,6 +105,14 @@ public final class Connection implements AutoCloseable {
         return remoteAddress;
     }
 
+    /**
+     * {@return this end's address (the local IP and port the connection manager used), once the connection
+     * is established; null before, or when the provider cannot tell}
+     */
+    public InetSocketAddress localAddress() {
+        return live.life.localAddress();
+    }
+
     /** {@return the configuration this connection was made with} */
     public ConnectionConfig config() {
         return config;
@@ -129,6 +137,14 @@ public final class Connection implements AutoCloseable {
      */
     public int peerReceiveBufferSize() {
         return live.life.peer().receiveBufferSize();
+    }
+
+    /**
+     * {@return which of its {@code Rdma}'s IO threads serves it, 0-based: its completions and callbacks
+     * run there; for an instance with IO loops, the index of {@link Rdma#ioLoop(int)}}
+     */
+    public int ioIndex() {
+        return rdma.indexOf(io);
     }
 
     /** {@return the QP: number, state as the device reports it now, and what was negotiated} */

@@ -53,6 +53,8 @@ final class ConnectionLife {
     private CompletionDispatch dispatch;
 
     private CmEndpoint endpoint;
+    /** This end's address, read when the connection came up (the endpoint is gone after the close); null before. */
+    private volatile InetSocketAddress localAddress;
     private volatile QueuePair qp;
     private CompletionQueue cq;
     private volatile Handshake peer = Handshake.UNKNOWN;
@@ -198,6 +200,14 @@ final class ConnectionLife {
     void onEstablished(byte[] privateData) {
         RdmaServer server = connection.server;
         peer = server != null ? pendingPeer : Handshake.decode(privateData);
+        CmEndpoint ep = endpoint;
+        if (ep != null) {
+            try {
+                localAddress = ep.localAddress();
+            } catch (RuntimeException ignored) {
+                // The address stays unknown (null); nothing else depends on it.
+            }
+        }
         state = ConnectionState.ESTABLISHED;
         Rdma rdma = connection.rdma();
         QueuePair q = qp;
@@ -218,6 +228,11 @@ final class ConnectionLife {
         }
     }
 
+    /** {@return this end's address, once established; null before, or when the provider could not tell} */
+    InetSocketAddress localAddress() {
+        return localAddress;
+    }
+
     void onRejected(int status, byte[] privateData) {
         String reason = Handshake.rejectionReason(privateData);
         failConnect(new ConnectionRejectedException("connection to " + remoteAddress
@@ -231,6 +246,15 @@ final class ConnectionLife {
      * fires first, the connect fails with the same RdmaTimeoutException.
      */
     void onConnectError(String what, int status) {
+        if (connection.server != null) {
+            // An accepted connection that failed before it was established: no callback of the
+            // application has seen it, so the log is where an operator learns of it (a client too
+            // slow for Rdma.Builder.handshakeTimeout sees its new connection end at once).
+            System.getLogger("dev.jrdma").log(System.Logger.Level.WARNING,
+                    "dropped a connection from {0} before it was established: {1}", remoteAddress, what);
+            failConnect(new RdmaException("accepting " + remoteAddress + " failed: " + what));
+            return;
+        }
         if (Math.abs(status) == Errno.ETIMEDOUT) {
             failConnect(new RdmaTimeoutException("connecting to " + remoteAddress + " did not complete within "
                     + connection.config().timeout() + " (" + what + ")"));
@@ -337,6 +361,81 @@ final class ConnectionLife {
     }
 
     /**
+     * The device said port {@code port} went down; {@code stillDown} tells, later, whether it has
+     * stayed down since (no PORT_ACTIVE). On a dead link a device ends every outstanding request
+     * with a retry-exceeded error once the retry budget (ack timeout × (retry count + 1)) is spent;
+     * rxe on Linux 6.1 can instead stall (seen in CI: every request outstanding at the outage
+     * neither retried nor failed, the QP still in RTS a minute later). So if this connection's QP
+     * is on that port and had operations outstanding, it checks again after twice the budget and
+     * {@link #PORT_DOWN_SLACK_NANOS} (twice: a NIC's real retransmission may take longer than the
+     * nominal budget, and the device's own error is the better one): if the port is still down and,
+     * with the completions the device has made taken first, none of those operations has ended,
+     * the QP is put in error here and they end, flushed, with that named as the cause. A flap, a
+     * device that fails the requests itself or makes progress, a connection idle at the outage (a
+     * QP without requests never fails on a dead link, and works again when it comes back) and a QP
+     * without an ack timeout (it never gives up) leave this nothing to do. On the IO thread.
+     */
+    void portWentDown(String device, int port, java.util.function.BooleanSupplier stillDown) {
+        try {
+            QueuePair q = qp;
+            SendQueue s = sends;
+            if (state != ConnectionState.ESTABLISHED || q == null || s == null || released.isDone() || tearingDown) {
+                return;
+            }
+            if (s.slots.outstanding() == 0) {
+                return;   // idle at the outage
+            }
+            long endedBefore = s.slots.ended();
+            int exponent = q.queryAckTimeout(), retries = q.queryRetryCount(), qpPort = q.queryPort();
+            if (exponent <= 0 || retries < 0 || (qpPort > 0 && qpPort != port)) {
+                return;
+            }
+            long budget = (4096L << Math.min(exponent, 31)) * (retries + 1L);
+            portDownChecksScheduled++;
+            CompletableFuture.delayedExecutor(2 * budget + PORT_DOWN_SLACK_NANOS, TimeUnit.NANOSECONDS, io::execute)
+                    .execute(() -> checkPortDown(device, port, stillDown, q, s, endedBefore, budget, exponent, retries));
+        } catch (RuntimeException e) {   // a device going away fails the queries: its own events follow
+            LOG.log(System.Logger.Level.DEBUG, "checking the connection to {0} after port {1} went down: {2}", remoteAddress,
+                    port, e.toString());
+        }
+    }
+
+    private void checkPortDown(String device, int port, java.util.function.BooleanSupplier stillDown, QueuePair q,
+                               SendQueue s, long endedBefore, long budget, int exponent, int retries) {
+        portDownChecks++;
+        if (state != ConnectionState.ESTABLISHED || qp != q || released.isDone() || tearingDown || !stillDown.getAsBoolean()) {
+            return;
+        }
+        drainCompletions();   // what the device did meanwhile counts: this task may run before the pass polls
+        if (state != ConnectionState.ESTABLISHED || s.slots.ended() != endedBefore || !s.slots.anyPosted()) {
+            return;
+        }
+        String ms = String.format(java.util.Locale.ROOT, "%.1f ms", budget / 1e6);
+        LOG.log(System.Logger.Level.WARNING, "{0}: port {1} has been down for twice the retry budget ({2}) and the device "
+                + "has not ended the operations outstanding on the connection to {3}: putting its QP in error", device, port,
+                ms, remoteAddress);
+        deviceFailed("port " + port + " of " + device + " went down and stayed down past the retry budget (" + ms
+                + ": ack timeout " + exponent + ", " + retries + " retries; waited twice that) while the device neither "
+                + "retried nor failed the operations outstanding");
+    }
+
+    /** Past twice the retry budget, how long a stalled device gets before {@link #portWentDown} acts. */
+    static final long PORT_DOWN_SLACK_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    /** Checks {@link #portWentDown} has scheduled, and made (acting or not), for tests; on the IO thread. */
+    volatile int portDownChecksScheduled, portDownChecks;
+
+    /** Takes what the completion queue holds now, unless inside a poll or past it; on the IO thread. */
+    private void drainCompletions() {
+        if (cq != null && !polling && !tearingDown && !released.isDone()) {
+            for (int i = 0; i < 64; i++) {
+                if (cq.poll(dispatch, 32) == 0) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /**
      * The device reported a fatal event for this QP: the connection is in ERROR, and the QP is
      * put in error, so every outstanding operation completes (flushed) with that cause.
      */
@@ -367,13 +466,7 @@ final class ConnectionLife {
         // messages sit in the shared ring while its socket already says it closed. Take them
         // (on this connection's IO thread, where this runs) before failing what is outstanding;
         // not from inside a poll, whose queue pair found the end in its stream, after the rest.
-        if (cq != null && !polling && !tearingDown && !released.isDone()) {
-            for (int i = 0; i < 64; i++) {
-                if (cq.poll(dispatch, 32) == 0) {
-                    break;
-                }
-            }
-        }
+        drainCompletions();
         startTeardown(why);
     }
 

@@ -41,6 +41,19 @@ public final class Message implements AutoCloseable {
         return hasImm ? OptionalInt.of(imm) : OptionalInt.empty();
     }
 
+    /** {@return whether it carries an immediate value (SEND_WITH_IMM, WRITE_WITH_IMM)} */
+    public boolean hasImm() {
+        return hasImm;
+    }
+
+    /**
+     * {@return the immediate value as a plain int, for a receive path that allocates nothing; 0 when it
+     * has none ({@link #hasImm()} tells)}
+     */
+    public int immValue() {
+        return hasImm ? imm : 0;
+    }
+
     /** {@return bytes transferred: the message length, or the bytes a WRITE_WITH_IMM wrote} */
     public int byteCount() {
         return byteCount;

@@ -65,6 +65,8 @@ public final class Rdma implements AutoCloseable {
     private final IoThread[] io;
     private final CompletionChannel[] channels;
     private final AtomicInteger nextIo = new AtomicInteger();
+    /** Driven instances ({@link Builder#ioLoops}): the public side of each IO thread; else empty. */
+    private final IoLoop[] loops;
     private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
     private final int maxConnections;
     private final Set<RdmaServer> servers = ConcurrentHashMap.newKeySet();
@@ -77,6 +79,8 @@ public final class Rdma implements AutoCloseable {
     private final CmEventHandler cmHandler = new CmHandler();
     /** Connections by QP number, for device events about a QP. */
     private final java.util.Map<Integer, Connection> byQpNum = new ConcurrentHashMap<>();
+    /** Per port, how often it came up: a port-down check acts only if it has not come up since. */
+    private final java.util.Map<Integer, Long> portUps = new ConcurrentHashMap<>();
     private final Consumer<DeviceEvent> onDeviceEvent;
     /** Time for deadlines that tests may need to move (an emulated atomic's): System.nanoTime unless a test set it. */
     private final java.util.function.LongSupplier clock;
@@ -110,8 +114,9 @@ public final class Rdma implements AutoCloseable {
         this.maxConnections = b.maxConnections;
         this.pool = new RegisteredMemoryPool(device, AccessFlags.LOCAL_WRITE, b.hugePages);
         this.registrations = new RegistrationCache(device);
-        int n = Math.max(1, b.ioThreads);
+        int n = b.ioLoops > 0 ? b.ioLoops : Math.max(1, b.ioThreads);
         this.io = new IoThread[n];
+        this.loops = new IoLoop[b.ioLoops];
         this.channels = new CompletionChannel[n];
         ConnectionManager manager = null;
         try {
@@ -119,16 +124,20 @@ public final class Rdma implements AutoCloseable {
             for (int i = 0; i < n; i++) {
                 channels[i] = device.createCompletionChannel();
                 CompletionChannel ch = channels[i];
-                if (b.ioThreads == INLINE || b.completionMode == CompletionMode.POLLING) {
+                if (b.ioLoops == 0 && (b.ioThreads == INLINE || b.completionMode == CompletionMode.POLLING)) {
                     ch.pollingOnly();   // nobody arms or sleeps on it
                 }
                 int[] fds = i != 0 ? new int[] {ch.fd()}
                         : device.eventFd() < 0 ? new int[] {ch.fd(), manager.fd()} : new int[] {ch.fd(), manager.fd(), device.eventFd()};
                 String name = "jrdma-io-" + device.name() + "-" + i;
-                io[i] = b.singleThreaded ? IoThread.confined(name, fds, ch::drainEvents, Thread.currentThread())
+                io[i] = b.ioLoops > 0 ? IoThread.driven(name, fds, ch::drainEvents)
+                        : b.singleThreaded ? IoThread.confined(name, fds, ch::drainEvents, Thread.currentThread())
                         : b.ioThreads == INLINE ? IoThread.inline(name, fds, ch::drainEvents)
                         : new IoThread(name, idleWait(b.completionMode), fds, ch::drainEvents,
                         b.cpus.length == 0 ? -1 : b.cpus[i % b.cpus.length]);
+            }
+            for (int i = 0; i < loops.length; i++) {
+                loops[i] = new IoLoop(this, io[i], i);
             }
             ConnectionManager m = manager;
             io[0].execute(() -> io[0].add(() -> m.processEvents(cmHandler)));
@@ -267,6 +276,29 @@ public final class Rdma implements AutoCloseable {
      */
     public int poll() {
         return io[0].poll();
+    }
+
+    /**
+     * IO loop {@code index} of an instance built with {@link Builder#ioLoops}: the handle through
+     * which one thread of the application drives it.
+     *
+     * @param index 0 .. {@link #ioLoopCount()} - 1
+     * @return the loop
+     * @throws IllegalStateException when this instance has no IO loops (it has IO threads, or is INLINE)
+     * @throws IndexOutOfBoundsException when there is no such loop
+     */
+    public IoLoop ioLoop(int index) {
+        if (loops.length == 0) {
+            throw new IllegalStateException("this Rdma has no IO loops (Builder.ioLoops): "
+                    + (io[0].isInline() ? "it is INLINE (poll())" : "its IO threads drive it"));
+        }
+        java.util.Objects.checkIndex(index, loops.length);
+        return loops[index];
+    }
+
+    /** {@return how many IO loops ({@link Builder#ioLoops}) it has; 0 when its IO threads drive it, or it is INLINE} */
+    public int ioLoopCount() {
+        return loops.length;
     }
 
     /**
@@ -656,15 +688,40 @@ public final class Rdma implements AutoCloseable {
      * @return a future of the connection, once established; exceptionally with why it could not be
      */
     public CompletableFuture<Connection> connectAsync(InetSocketAddress address, ConnectionConfig config) {
-        return connectLife(address, config, null);
+        return connectLife(address, config, null, null);
+    }
+
+    /**
+     * Connects without waiting, the connection served by {@code loop}: its completions and
+     * callbacks run on the thread that drives that loop (an event loop's own connection).
+     *
+     * @param address the server's address
+     * @param config  how the connection is set up
+     * @param loop    one of this instance's IO loops ({@link #ioLoop})
+     * @return a future of the connection, once established; exceptionally with why it could not be
+     * @throws IllegalArgumentException when {@code loop} is another instance's
+     */
+    public CompletableFuture<Connection> connectAsync(InetSocketAddress address, ConnectionConfig config, IoLoop loop) {
+        Objects.requireNonNull(loop, "loop");
+        if (loop.rdma() != this) {
+            throw new IllegalArgumentException("connectAsync: " + loop + " belongs to another Rdma");
+        }
+        return connectLife(address, config, null, loop.io());
     }
 
     /** Connects; for a reconnect, the new connection is a further life of {@code handle}. */
     CompletableFuture<Connection> connectLife(InetSocketAddress address, ConnectionConfig config, Connection handle) {
+        // A further life stays on the first one's IO thread: its callbacks keep their thread.
+        return connectLife(address, config, handle, handle == null ? null : handle.io);
+    }
+
+    private CompletableFuture<Connection> connectLife(InetSocketAddress address, ConnectionConfig config, Connection handle,
+                                                      IoThread on) {
         checkOpen();
         Objects.requireNonNull(address, "address");
+        Objects.requireNonNull(config, "config");
         config.validateFor(device.capabilities(), device.name());
-        IoThread t = pickIo();
+        IoThread t = on != null ? on : pickIo();
         Connection c = new Connection(this, t, config, address, null, handle);
         connections.add(c);
         int timeoutMs = (int) config.timeout().toMillis();
@@ -688,7 +745,7 @@ public final class Rdma implements AutoCloseable {
         return io[Math.floorMod(nextIo.getAndIncrement(), io.length)];
     }
 
-    private int indexOf(IoThread t) {
+    int indexOf(IoThread t) {
         for (int i = 0; i < io.length; i++) {
             if (io[i] == t) {
                 return i;
@@ -728,6 +785,22 @@ public final class Rdma implements AutoCloseable {
         }
         LOG.log(fatal ? System.Logger.Level.WARNING : System.Logger.Level.INFO, "{0}: {1}{2}{3}", device.name(), type,
                 port >= 0 ? " on port " + port : "", c != null ? " for " + c : "");
+        if (port >= 0 && type.equals("IBV_EVENT_PORT_ACTIVE")) {
+            portUps.merge(port, 1L, Long::sum);
+        } else if (port >= 0 && type.equals("IBV_EVENT_PORT_ERR")) {
+            // A device must fail what is outstanding on a dead link within its retry budget; one that stalls is made to.
+            long ups = portUps.getOrDefault(port, 0L);
+            java.util.Map<Integer, Long> upsNow = portUps;   // not this Rdma: a pending check holds only the map
+            java.util.function.BooleanSupplier stillDown = () -> upsNow.getOrDefault(port, 0L) == ups;
+            String name = device.name();
+            for (Connection each : connections) {
+                try {
+                    each.io.execute(() -> each.life.portWentDown(name, port, stillDown));
+                } catch (RuntimeException e) {   // its IO thread closed meanwhile
+                    LOG.log(System.Logger.Level.DEBUG, "port {0} down: {1}", port, e.toString());
+                }
+            }
+        }
         if (fatal) {
             String why = device.name() + " reported " + type + (c != null ? " for the QP " + qpNum : "");
             if (c != null) {
@@ -833,11 +906,23 @@ public final class Rdma implements AutoCloseable {
         }
     }
 
-    /** Closes every server, connection and region it made, then its IO threads and the device. */
+    /**
+     * Closes every server, connection and region it made, then its IO threads and the device.
+     *
+     * @throws IllegalStateException when an IO loop ({@link Builder#ioLoops}) is still driven by
+     *                               another thread: stop its driver first (it would poll freed memory)
+     */
     @Override
     public void close() {
         if (closed) {
             return;
+        }
+        for (IoThread t : io) {
+            Thread driver = t.boundDriver();
+            if (driver != null && driver != Thread.currentThread() && driver.isAlive()) {
+                throw new IllegalStateException("cannot close: " + t.name() + " is still driven by thread \""
+                        + driver.getName() + "\"; stop its driver (unbind the IoLoop) first");
+            }
         }
         closed = true;
         for (RdmaServer s : List.copyOf(servers)) {
@@ -899,6 +984,7 @@ public final class Rdma implements AutoCloseable {
         private String device;
         private CompletionMode completionMode = CompletionMode.ADAPTIVE;
         private int ioThreads = 1;
+        private int ioLoops;
         private boolean singleThreaded;
         private int[] cpus = new int[0];
         private Consumer<DeviceEvent> onDeviceEvent;
@@ -945,9 +1031,10 @@ public final class Rdma implements AutoCloseable {
         }
 
         /**
-         * How long an accepted connection has to finish its handshake before it is dropped
-         * (software providers): a peer that connects and says nothing costs a socket this long.
-         * Default 5 s.
+         * How long an accepted connection's client has for each of its handshake steps before it
+         * is dropped (software providers): for its HELLO from the TCP accept, and for its last
+         * message from this side's answer, so this side's own slowness is not charged to it. A peer
+         * that connects and says nothing costs a socket this long. Default 5 s.
          *
          * @param timeout the time, positive
          * @return this builder
@@ -1087,6 +1174,27 @@ public final class Rdma implements AutoCloseable {
         }
 
         /**
+         * {@code n} IO loops and no IO thread: each loop is driven by one thread of the application
+         * ({@link Rdma#ioLoop(int)}: poll, sleep until there is work, be woken), so that another
+         * framework's event loops, Netty's in jrdma-netty, are the IO threads themselves and its
+         * handlers run where the completions are seen. Connections are spread over the loops
+         * ({@link Rdma#connectAsync(InetSocketAddress, ConnectionConfig, IoLoop)} picks one);
+         * loop 0 also serves the connection manager, so every loop must be driven. Takes the place
+         * of {@link #ioThreads}; not with {@link #singleThreaded} or {@link #cpuAffinity} (the
+         * threads are the application's). Default 0: IO threads of its own.
+         *
+         * @param n IO loops, 1..256
+         * @return this builder
+         */
+        public Builder ioLoops(int n) {
+            if (n < 1 || n > 256) {
+                throw new IllegalArgumentException("ioLoops must be in 1..256, not " + n);
+            }
+            ioLoops = n;
+            return this;
+        }
+
+        /**
          * Single-threaded ({@code true}; needs {@code ioThreads(Rdma.INLINE)}): the thread that
          * calls {@link #build()} is this instance's owner, and the only thread that polls, posts
          * on its connections and closes their messages. Those paths then take no lock and no
@@ -1192,6 +1300,10 @@ public final class Rdma implements AutoCloseable {
          * @return the open {@code Rdma}
          */
         public Rdma build() {
+            if (ioLoops > 0 && (singleThreaded || cpus.length > 0)) {
+                throw new IllegalArgumentException("ioLoops(" + ioLoops + ") is not for " + (singleThreaded ? "singleThreaded"
+                        : "cpuAffinity") + ": the application's threads drive the loops (pin those threads instead)");
+            }
             if (singleThreaded && ioThreads != INLINE) {
                 throw new IllegalArgumentException("singleThreaded needs ioThreads(Rdma.INLINE): with IO threads of its own "
                         + "(ioThreads " + ioThreads + "), completions run on them, not on one owner thread");

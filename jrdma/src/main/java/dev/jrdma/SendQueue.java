@@ -439,7 +439,7 @@ final class SendQueue {
     }
 
     private void waitForRoom() throws InterruptedException {
-        if (io.isInline()) {
+        if (io.drivenByCaller()) {
             // Progress is the caller's to drive: poll, keeping postLock (a callback of this pass
             // that posts here re-enters it), and look again at once. Only while another thread is
             // in a pass, give the lock up for a while: that pass frees the slots, and its

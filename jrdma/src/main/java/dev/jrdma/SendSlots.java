@@ -140,6 +140,11 @@ final class SendSlots {
         return (long) POST_TAIL.getOpaque(this) - postHead;
     }
 
+    /** Operations ended so far (their records taken back); on the completing thread. */
+    long ended() {
+        return postHead;
+    }
+
     /** Something is in flight; on the completing thread. */
     boolean anyPosted() {
         return postHead != postTail;

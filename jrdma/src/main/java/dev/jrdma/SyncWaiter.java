@@ -73,7 +73,7 @@ final class SyncWaiter implements CompletionHandler<Object, Object> {
         int spins = 0;
         int loops = 0;
         while (!done) {
-            if (io.isInline()) {
+            if (io.drivenByCaller()) {
                 if (io.poll() == 0) {
                     Thread.onSpinWait();
                 }

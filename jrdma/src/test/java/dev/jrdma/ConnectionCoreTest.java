@@ -625,4 +625,86 @@ class ConnectionCoreTest {
         assertTrue(closed.isDone());
         a.close();
     }
+
+    // ------------------------------------------------------------ a port down past the retry budget
+
+    /** A QP as rxe reports one: ack timeout 1 (8 us), 2 retries, port 1; so the budget is 24 us and the check about 100 ms on. */
+    private void onPortOne() {
+        qp.ackTimeout = 1;
+        qp.retryCount = 2;
+        qp.port = 1;
+    }
+
+    private void portEvent(String type, int port) {
+        fake.device.events.onDeviceEvent(type, false, -1, port);
+    }
+
+    /** Polls until {@code done} or 10 s (the check runs on the JDK's delay thread's time, 100 ms after the event). */
+    private void pollUntil(java.util.function.BooleanSupplier done) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!done.getAsBoolean() && System.nanoTime() < deadline) {
+            rdma.poll();
+            Thread.onSpinWait();
+        }
+        assertTrue(done.getAsBoolean(), "not within 10 s");
+    }
+
+    @Test
+    void aPortDownPastTheBudgetWithADeviceThatStallsFailsEachOutstandingOperationOnce() throws Exception {
+        open();
+        onPortOne();
+        Counting<Long> h = new Counting<>();
+        for (int i = 0; i < 3; i++) {
+            c.fetchAndAdd(remote, 1, i, h);
+        }
+        settle();
+        portEvent("IBV_EVENT_PORT_ERR", 1);   // and the device neither retries nor fails anything: rxe on Linux 6.1
+        pollUntil(() -> h.calls.get() == 3);
+        settle();
+        assertEquals(3, h.calls.get(), "each ended once");
+        for (int i = 0; i < 3; i++) {
+            assertInstanceOf(ConnectionClosedException.class, h.failures[i]);
+            assertTrue(h.failures[i].getMessage().contains("port 1 of fake0 went down and stayed down past the retry budget"),
+                    h.failures[i].getMessage());
+        }
+        assertEquals(ConnectionState.ERROR, c.state());
+        assertEquals(QueuePair.STATE_ERR, qp.queryState(), "the QP was put in error, which flushed the requests");
+    }
+
+    @Test
+    void aPortBackWithinTheBudgetOrAnotherPortOrAnIdleConnectionLeavesTheConnectionAlone() throws Exception {
+        open();
+        onPortOne();
+        portEvent("IBV_EVENT_PORT_ERR", 1);   // idle: a QP without requests does not fail on a dead link
+        settle();
+        assertEquals(0, c.life.portDownChecksScheduled, "a check for an idle connection");
+        portEvent("IBV_EVENT_PORT_ACTIVE", 1);
+        Counting<Long> h = new Counting<>();
+        c.fetchAndAdd(remote, 1, 0, h);
+        settle();
+        portEvent("IBV_EVENT_PORT_ERR", 2);   // not this QP's port (it stays down)
+        settle();
+        assertEquals(0, c.life.portDownChecksScheduled, "a check for another port");
+        portEvent("IBV_EVENT_PORT_ERR", 1);
+        portEvent("IBV_EVENT_PORT_ACTIVE", 1);   // a flap shorter than the budget
+        settle();
+        assertEquals(1, c.life.portDownChecksScheduled);
+        pollUntil(() -> c.life.portDownChecks == 1);
+        settle();
+        assertEquals(0, h.calls.get(), "nothing ended");
+        portEvent("IBV_EVENT_PORT_ERR", 1);   // down for good, but ...
+        Posted p = qp.nextSend();
+        qp.complete(p, WorkCompletion.SUCCESS);   // ... the device makes progress: it is not stalled
+        settle();
+        c.fetchAndAdd(remote, 1, 1, h);
+        settle();
+        pollUntil(() -> c.life.portDownChecks == 2);
+        settle();
+        assertEquals(1, h.calls.get(), "only the one the device completed ended");
+        assertNull(h.failures[0]);
+        assertEquals(ConnectionState.ESTABLISHED, c.state());
+        qp.complete(qp.nextSend(), WorkCompletion.SUCCESS);
+        settle();
+        assertEquals(2, h.calls.get());
+    }
 }

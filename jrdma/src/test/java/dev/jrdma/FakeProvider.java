@@ -159,8 +159,12 @@ final class FakeProvider implements Provider {
             return -1;
         }
 
+        /** Where the test delivers device events (the fake has no event channel of its own). */
+        volatile DeviceEventHandler events;
+
         @Override
         public void onEvents(DeviceEventHandler handler) {
+            events = handler;
         }
 
         @Override
@@ -333,6 +337,23 @@ final class FakeProvider implements Provider {
         final AtomicInteger postsOutsideMonitor = new AtomicInteger();
         /** Unsignaled posts return {@link QueuePair#DONE}, as shm's direct operations do. */
         volatile boolean doneWhenUnsignaled;
+        /** What {@code ibv_query_qp} would say (-1: no such setting, as on tcp and shm). */
+        volatile int ackTimeout = -1, retryCount = -1, port = -1;
+
+        @Override
+        public int queryAckTimeout() {
+            return ackTimeout;
+        }
+
+        @Override
+        public int queryRetryCount() {
+            return retryCount;
+        }
+
+        @Override
+        public int queryPort() {
+            return port;
+        }
 
         FakeQueuePair(FakeCompletionQueue cq, QueuePairSpec spec, Object postMonitor) {
             this.cq = cq;

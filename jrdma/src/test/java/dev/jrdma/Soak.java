@@ -44,6 +44,8 @@ final class Soak {
      */
     private static final Duration LEASE = Duration.ofMillis(500);
     private static final int LEASE_EVERY = 5;
+    /** Cycles until every kind of work has run once (the first lease is in the fifth): the least warm-up. */
+    static final int CYCLES_DOING_EVERYTHING = LEASE_EVERY;
 
     private final Transport transport;
     private final List<Sample> samples = new ArrayList<>();

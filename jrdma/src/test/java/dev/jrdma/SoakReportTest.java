@@ -27,7 +27,7 @@ class SoakReportTest {
     }
 
     private static Soak.Sample sample(double minute, long rssKiB, long otherKiB, int fds, int threads, double p99) {
-        return new Soak.Sample(minute, rssKiB, 0, 370_000, fds, threads, 1000L * (long) minute, (long) minute, 0, 20, p99,
+        return new Soak.Sample(minute, rssKiB, 0, 370_000, fds, threads, 1000L * (long) minute, (long) (minute * 6), 0, 20, p99,
                 Map.of("Other", otherKiB, "Total", 370_000L));
     }
 
@@ -64,6 +64,25 @@ class SoakReportTest {
             assertFalse(r.passed());
             assertEquals(1, r.verdicts.stream().filter(v -> !v.pass()).count(), "one rule broken: " + r.verdicts);
         }
+    }
+
+    @Test
+    void theWarmUpLastsUntilEveryKindOfWorkRanOnce() {
+        // The emulated CPU's pace: the fifth cycle (the first lease, which starts the lease timer's
+        // thread) at sample 13, in the second half of the samples after the one-minute warm-up (7 to 18).
+        List<Soak.Sample> slow = new ArrayList<>();
+        for (int i = 1; i <= 18; i++) {
+            int cycles = Math.max(1, i - 8);
+            slow.add(new Soak.Sample(i / 6.0, 380_000, 0, 370_000, 16, cycles >= 5 ? 10 : 9, 834L * cycles, cycles, 0, 20, 900,
+                    Map.of("Other", 20_000L, "Total", 370_000L)));
+        }
+        SoakReport r = new SoakReport("verbs", slow, Map.of(), 1);
+        assertTrue(rule(r, "threads").pass(), r.verdicts.toString());
+        assertTrue(r.passed(), r.verdicts.toString());
+        // A thread that comes later than that is still a failure.
+        List<Soak.Sample> late = slow.stream().map(x -> x.minutes() > 2.5 ? new Soak.Sample(x.minutes(), x.rssKiB(), 0, x.nativeKiB(),
+                x.fds(), 11, x.operations(), x.cycles(), 0, 20, 900, x.nmtKiB()) : x).toList();
+        assertFalse(rule(new SoakReport("verbs", late, Map.of(), 1), "threads").pass());
     }
 
     @Test

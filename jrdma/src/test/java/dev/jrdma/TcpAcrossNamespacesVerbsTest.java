@@ -61,14 +61,20 @@ class TcpAcrossNamespacesVerbsTest {
                 }
                 assertTrue(line != null, "the server in " + A + " started");
                 String port = line.substring(6).trim();
+                // The server's later lines (why it saw the connection end) are kept for the report.
+                StringBuffer serverSaid = new StringBuffer();
+                Thread drain = Thread.ofPlatform().daemon().start(() -> r.lines().forEach(l -> serverSaid.append("server: ").append(l).append('\n')));
                 Process client = new ProcessBuilder("ip", "netns", "exec", B, java, "--enable-native-access=ALL-UNNAMED",
                         "-cp", cp, TcpPeerMain.class.getName(), "client", "10.99.0.1", port).redirectErrorStream(true).start();
                 String out = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
                 assertTrue(client.waitFor(300, TimeUnit.SECONDS), "the client ended: " + out);
-                System.out.print(out);
-                assertEquals(0, client.exitValue(), out);
-                assertTrue(out.contains("ok /10.99.0.1:" + port), out);
-                assertTrue(server.waitFor(60, TimeUnit.SECONDS), "the server ends when its peer disconnects");
+                boolean serverEnded = server.waitFor(60, TimeUnit.SECONDS);
+                drain.join(TimeUnit.SECONDS.toMillis(10));
+                String both = out + serverSaid;
+                System.out.print(both);
+                assertEquals(0, client.exitValue(), both);
+                assertTrue(out.contains("ok /10.99.0.1:" + port), both);
+                assertTrue(serverEnded, "the server ends when its peer disconnects: " + both);
             } finally {
                 server.destroyForcibly();
             }

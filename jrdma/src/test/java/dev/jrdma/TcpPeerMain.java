@@ -1,5 +1,7 @@
 package dev.jrdma;
 
+import dev.jrdma.exceptions.RdmaException;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
@@ -27,12 +29,18 @@ public final class TcpPeerMain {
     }
 
     private static void serve(String ip) throws Exception {
-        try (Rdma rdma = Rdma.builder().provider("tcp").build(); LocalRegion region = rdma.allocate(1 << 20)) {
+        // A long handshake time-out: the client is a cold JVM on the VM's emulated CPU, which once
+        // took longer than the default 5 s from its TCP connect to its READY_TO_USE, and the server
+        // then dropped the connection the client had just seen established (CI, November 2026).
+        try (Rdma rdma = Rdma.builder().provider("tcp").handshakeTimeout(java.time.Duration.ofSeconds(60)).build();
+             LocalRegion region = rdma.allocate(1 << 20)) {
             CompletableFuture<Connection> gone = new CompletableFuture<>();
+            int[] echoed = {0};
             ConnectionConfig config = ConnectionConfig.builder().privateData(region.toRemote().toDescriptor()).build();
             try (RdmaServer s = rdma.listen(new InetSocketAddress(ip, 0), config, c -> {
                 c.onDisconnect(gone::complete);
                 c.onReceive((conn, m) -> {
+                    echoed[0]++;
                     LocalRegion echo = rdma.allocate(Math.max(1, m.byteCount()));
                     MemorySegment.copy(m.data(), 0, echo.segment(), 0, m.byteCount());
                     conn.sendWithImm(m.byteCount(), echo.slice(0, m.byteCount())).whenComplete((v, e) -> echo.close());
@@ -40,7 +48,9 @@ public final class TcpPeerMain {
             })) {
                 System.out.println("ready " + s.address().getPort());
                 System.out.flush();
-                gone.get(120, TimeUnit.SECONDS);
+                Connection c = gone.get(120, TimeUnit.SECONDS);
+                // Said for the test's report: why this side saw the connection end, after how many echoes.
+                System.out.println("gone after " + echoed[0] + " echoes: " + c.state() + ", " + c.failure());
             }
         }
     }
@@ -52,7 +62,11 @@ public final class TcpPeerMain {
             for (int i = 0; i < 200; i++) {
                 msg.segment().fill((byte) i);
                 CompletableFuture<Message> reply = c.receive();
-                c.sendSync(msg);
+                try {
+                    c.sendSync(msg);
+                } catch (RdmaException e) {
+                    throw new RdmaException("echo " + i + " of 200", e);
+                }
                 try (Message m = reply.get(30, TimeUnit.SECONDS)) {
                     if (m.byteCount() != 3000 || m.imm().orElse(-1) != 3000 || m.data().mismatch(msg.segment()) != -1) {
                         System.out.println("echo " + i + " differs");

@@ -24,6 +24,12 @@ import java.util.function.IntSupplier;
  * <p><b>Inline</b> ({@link #inline}): no thread of its own; whichever application thread calls
  * {@link #poll()} runs one pass, one caller at a time, and for that while counts as "this thread".
  * Blocking calls of the library drive it themselves while they wait ({@link #await}).
+ *
+ * <p><b>Driven</b> ({@link #driven}): inline, and it can sleep ({@link #awaitWork}) and be woken
+ * like a thread of its own, so that another framework's event loop can be its thread (Netty's
+ * event loops in jrdma-netty). Once a thread {@link #bind binds} it, that thread alone polls it
+ * and counts as "this thread" all the time, in a pass or not; other threads' blocking calls wait
+ * for it rather than drive it, so no callback of it ever runs on another thread.
  */
 public final class IoThread implements AutoCloseable {
     /** A work source polled every pass. */
@@ -58,6 +64,10 @@ public final class IoThread implements AutoCloseable {
     private final IdleWait idle;
     private final Thread thread;
     private final boolean inline;
+    /** Driven: inline, and may sleep in {@link #awaitWork} (its completion channel is armed then). */
+    private final boolean driven;
+    /** Driven: the thread bound to drive it ({@link #bind}); null while none is. */
+    private volatile Thread boundDriver;
     /** The only thread that may poll and post, when confined; else null. */
     private final Thread owner;
     /**
@@ -126,6 +136,15 @@ public final class IoThread implements AutoCloseable {
     }
 
     /**
+     * An inline IO "thread" that a thread of the application drives and that can sleep until
+     * there is work ({@link #awaitWork}) and be woken ({@link #wakeup}): an event loop of
+     * another framework, bound to it with {@link #bind}.
+     */
+    public static IoThread driven(String name, int[] eventFds, Runnable onEventFdsReadable) {
+        return new IoThread(name, IdleWait.SLEEP, eventFds, onEventFdsReadable, -1, true, null, true);
+    }
+
+    /**
      * An inline IO "thread" that only {@code owner} drives, and on whose connections only
      * {@code owner} posts ({@code Rdma.Builder.singleThreaded}): a pass takes no compare-and-set,
      * and the operation path no lock. {@link #checkOwner} refuses every other thread.
@@ -141,7 +160,13 @@ public final class IoThread implements AutoCloseable {
 
     private IoThread(String name, IdleWait idle, int[] eventFds, Runnable onEventFdsReadable, int cpu, boolean inline,
                      Thread owner) {
+        this(name, idle, eventFds, onEventFdsReadable, cpu, inline, owner, false);
+    }
+
+    private IoThread(String name, IdleWait idle, int[] eventFds, Runnable onEventFdsReadable, int cpu, boolean inline,
+                     Thread owner, boolean driven) {
         this.name = name;
+        this.driven = driven;
         this.owner = owner;
         this.idle = idle;
         this.eventFds = eventFds.clone();
@@ -189,6 +214,49 @@ public final class IoThread implements AutoCloseable {
     }
 
     /**
+     * {@return whether a caller that waits for this IO thread's work must drive it itself: inline,
+     * and not bound to another thread (whose loop does the work)}
+     */
+    public boolean drivenByCaller() {
+        if (!inline) {
+            return false;
+        }
+        Thread b = boundDriver;
+        return b == null || b == Thread.currentThread();
+    }
+
+    /**
+     * Driven: makes the calling thread the only one that polls it; from now on it counts as
+     * "this thread" (tasks handed to it from it run at once, callbacks may close and post
+     * without waiting), and other threads' blocking calls wait for it instead of polling.
+     *
+     * @throws IllegalStateException when it is not driven, or another thread is bound to it
+     */
+    public void bind() {
+        if (!driven) {
+            throw new IllegalStateException(name + " is not a driven IO loop");
+        }
+        Thread me = Thread.currentThread();
+        Thread b = boundDriver;
+        if (b != null && b != me) {
+            throw new IllegalStateException(name + " is already driven by thread \"" + b.getName() + "\"");
+        }
+        boundDriver = me;
+    }
+
+    /** {@return the thread bound to drive it ({@link #bind}), or null} */
+    public Thread boundDriver() {
+        return boundDriver;
+    }
+
+    /** Driven: the bound thread stops driving it; from then on blocking calls drive it themselves again. */
+    public void unbind() {
+        if (boundDriver == Thread.currentThread()) {
+            boundDriver = null;
+        }
+    }
+
+    /**
      * Inline only: one pass (tasks, then every source) on the calling thread; returns the work
      * done. Returns 0 at once when another thread is polling, or when called from inside a pass.
      */
@@ -199,6 +267,11 @@ public final class IoThread implements AutoCloseable {
         Thread me = Thread.currentThread();
         if (driver == me) {
             return 0;   // from inside a pass (a callback): passes do not nest
+        }
+        Thread bound = boundDriver;
+        if (bound != null && bound != me) {
+            throw new IllegalStateException("poll from thread \"" + me.getName() + "\": " + name
+                    + " is driven by thread \"" + bound.getName() + "\" alone");
         }
         if (owner != null) {
             // Confined: nobody else polls, so the pass needs no compare-and-set.
@@ -223,7 +296,9 @@ public final class IoThread implements AutoCloseable {
     private int pass() {
         int work = runTasks();
         for (int i = 0; i < sources.size(); i++) {
-            work += sources.get(i).poll();
+            // Driven: behind the barrier, as on a thread of its own (a framework's loop must not
+            // die of one connection's failure); plain inline: the caller sees what threw.
+            work += driven ? pollBarrier(sources.get(i)) : sources.get(i).poll();
         }
         // As on a thread of its own: timers every 1024 idle passes, not a syscall per empty poll.
         if (work == 0 && (++inlineIdlePasses & 1023) == 0) {
@@ -262,8 +337,8 @@ public final class IoThread implements AutoCloseable {
      */
     public <T> T await(CompletableFuture<T> f, long timeoutNanos)
             throws InterruptedException, java.util.concurrent.ExecutionException, java.util.concurrent.TimeoutException {
-        if (!inline) {
-            return f.get(timeoutNanos, TimeUnit.NANOSECONDS);
+        if (!drivenByCaller()) {
+            return f.get(timeoutNanos, TimeUnit.NANOSECONDS);   // its own thread, or the bound driver, does the work
         }
         long deadline = System.nanoTime() + timeoutNanos;
         while (!f.isDone()) {
@@ -285,7 +360,11 @@ public final class IoThread implements AutoCloseable {
     }
 
     public boolean inThisThread() {
-        return inline ? driver == Thread.currentThread() : Thread.currentThread() == thread;
+        if (!inline) {
+            return Thread.currentThread() == thread;
+        }
+        Thread me = Thread.currentThread();
+        return driver == me || boundDriver == me;
     }
 
     /** Inline: whether another thread is in a pass now (a {@link #poll} from this one returns 0 at once). */
@@ -303,8 +382,81 @@ public final class IoThread implements AutoCloseable {
             throw new IllegalStateException(name + " is closed");
         }
         tasks.add(task);
-        if (!inline && sleeping) {
+        if ((!inline || driven) && sleeping) {
             wake();
+        }
+    }
+
+    /** Whether it is asleep, or about to be ({@link #awaitWork} or its own thread's sleep): for tests. */
+    boolean sleepingNow() {
+        return sleeping;
+    }
+
+    /**
+     * Driven: ends an {@link #awaitWork} now or makes the next one return at once (a task of the
+     * driving framework is waiting). Costs a system call only while the loop sleeps.
+     */
+    public void wakeup() {
+        if (sleeping) {
+            wake();
+        }
+    }
+
+    /**
+     * Driven, on its driver: arms the completion queues, looks once more, and sleeps until a
+     * completion, a connection event, a task, a {@link #wakeup}, or {@code timeoutNanos} (at most
+     * {@value #MAX_SLEEP_MS} ms when it has timers: timed checks run at least that often). {@code stayAwake} is
+     * asked after the loop has said it sleeps: a framework's task queued before that is seen
+     * there, one queued after it wakes the sleep through {@link #wakeup}.
+     *
+     * @param timeoutNanos the longest sleep; 0 or less: only arm and look
+     * @param stayAwake    true when the driver has work of its own (do not sleep)
+     * @return the work the last look did (0 after a sleep)
+     */
+    public int awaitWork(long timeoutNanos, java.util.function.BooleanSupplier stayAwake) {
+        if (!driven) {
+            throw new IllegalStateException(name + " is not a driven IO loop");
+        }
+        Thread me = Thread.currentThread();
+        Thread bound = boundDriver;
+        if (bound != me || driver == me) {
+            throw new IllegalStateException("awaitWork from thread \"" + me.getName() + "\": only " + name
+                    + "'s bound driver may sleep in it, outside a pass");
+        }
+        if (!IN_PASS.compareAndSet(this, 0, 1)) {
+            return 0;   // another thread in a pass: only while unbound, which the check above excludes
+        }
+        driver = me;
+        int work = 0;
+        try {
+            armSources();
+            sleeping = true;
+            try {
+                work = runTasks();
+                for (int i = 0; i < sources.size(); i++) {
+                    work += pollBarrier(sources.get(i));
+                }
+                if (work > 0 || !running || timeoutNanos <= 0 || stayAwake.getAsBoolean()) {
+                    return work;
+                }
+                // Rounded up: a sleep shorter than asked would make the driver's timer fire early.
+                long ms = Math.max(1, TimeUnit.NANOSECONDS.toMillis(Math.min(timeoutNanos, Long.MAX_VALUE - 999_999) + 999_999));
+                if (!timers.isEmpty()) {
+                    ms = Math.min(ms, MAX_SLEEP_MS);   // the deadlines' checks
+                }
+                pollFds((int) Math.min(Integer.MAX_VALUE, ms));
+            } finally {
+                sleeping = false;
+            }
+            LibC.eventFdDrain(wakeFd, wakeBuf);
+            onEventFdsReadable.run();
+            for (int i = 0; i < timers.size(); i++) {
+                timers.get(i).getAsInt();
+            }
+            return work;
+        } finally {
+            driver = null;
+            IN_PASS.setRelease(this, 0);
         }
     }
 
@@ -434,8 +586,8 @@ public final class IoThread implements AutoCloseable {
         return n;
     }
 
-    /** Arms every source, looks once more (a completion may have come before the arm), then sleeps in poll(2). */
-    private void sleep() {
+    /** Asks every source for an event at its next completion (before a sleep). */
+    private void armSources() {
         for (int i = 0; i < sources.size(); i++) {
             Source source = sources.get(i);
             try {
@@ -444,6 +596,20 @@ public final class IoThread implements AutoCloseable {
                 sourceFailed(source, t);
             }
         }
+    }
+
+    /** Sleeps in poll(2) on the wake eventfd and the event fds, up to {@code timeoutMs}. */
+    private void pollFds(int timeoutMs) {
+        LibC.pollEntry(pollfds, 0, wakeFd);
+        for (int i = 0; i < eventFds.length; i++) {
+            LibC.pollEntry(pollfds, i + 1, eventFds[i]);
+        }
+        LibC.poll(pollfds, eventFds.length + 1, timeoutMs);
+    }
+
+    /** Arms every source, looks once more (a completion may have come before the arm), then sleeps in poll(2). */
+    private void sleep() {
+        armSources();
         sleeping = true;
         try {
             int again = tasks.isEmpty() ? 0 : 1;
@@ -453,11 +619,7 @@ public final class IoThread implements AutoCloseable {
             if (again > 0 || !running) {
                 return;
             }
-            LibC.pollEntry(pollfds, 0, wakeFd);
-            for (int i = 0; i < eventFds.length; i++) {
-                LibC.pollEntry(pollfds, i + 1, eventFds[i]);
-            }
-            LibC.poll(pollfds, eventFds.length + 1, MAX_SLEEP_MS);
+            pollFds(MAX_SLEEP_MS);
         } finally {
             sleeping = false;
         }
@@ -473,6 +635,9 @@ public final class IoThread implements AutoCloseable {
         }
         running = false;
         if (inline) {
+            if (driven) {
+                wake();   // a driver asleep in awaitWork holds the pass: end its sleep
+            }
             boolean reentered = driver == Thread.currentThread();   // close from a callback of a pass
             while (!reentered && !IN_PASS.compareAndSet(this, 0, 1)) {
                 Thread.yield();   // another thread's pass: it ends soon

@@ -7,7 +7,8 @@ package dev.jrdma.spi;
  * socket for that long only).
  *
  * @param maxPendingHandshakes accepted connections whose handshake has not finished, at most
- * @param handshakeTimeoutNanos how long an accepted connection has to finish its handshake
+ * @param handshakeTimeoutNanos how long an accepted connection's client has for each handshake step (its first
+ *                              message from the accept, its last from this side's answer)
  */
 public record ConnectionLimits(int maxPendingHandshakes, long handshakeTimeoutNanos) {
     /** 128 unfinished handshakes, 5 s each. */

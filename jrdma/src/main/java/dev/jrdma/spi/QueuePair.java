@@ -114,6 +114,14 @@ public interface QueuePair {
         return -1;
     }
 
+    /**
+     * The device port this queue pair uses as the device reports it ({@code ibv_query_qp}), or -1
+     * for a transport without ports (the software providers).
+     */
+    default int queryPort() {
+        return -1;
+    }
+
     default int queryRnrRetry() {
         return -1;
     }

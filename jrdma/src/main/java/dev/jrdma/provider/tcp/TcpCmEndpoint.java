@@ -15,6 +15,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
 
 /**
  * One connection as the tcp connection manager sees it: a socket going through the
@@ -31,7 +32,12 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
     private final InetSocketAddress remote;
     private InetSocketAddress local;
     volatile Phase phase;
-    final long deadlineNanos;
+    /**
+     * When the peer's current step must be done: a server gives its client the handshake timeout
+     * for its HELLO from the TCP accept, and again for its READY_TO_USE from our ACCEPT, so that
+     * the time this side took (a busy IO thread, the application's decision) is not charged to it.
+     */
+    volatile long deadlineNanos;
     private final int qpNum;
 
     // outgoing: what connect() was given
@@ -307,7 +313,9 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
             phase = Phase.DONE;
             manager.forget(fd);
             if (p == Phase.ACCEPT_SENT) {
-                handler.onError(this, "the peer did not finish the handshake", Errno.ETIMEDOUT);
+                handler.onError(this, "the peer did not finish the handshake within the handshake timeout "
+                        + "of " + TimeUnit.NANOSECONDS.toMillis(manager.limits().handshakeTimeoutNanos())
+                        + " ms (Rdma.Builder.handshakeTimeout)", Errno.ETIMEDOUT);
             } else {
                 close();
             }
@@ -420,6 +428,7 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         qp = new TcpQueuePair(fd, qpNum, manager.registrations(), (TcpCompletionQueue) completionQueue, qpSpec,
                 owner.postMonitor(), this, manager.sameHost());
         owner.onQueuePair(qp);
+        deadlineNanos = System.nanoTime() + manager.limits().handshakeTimeoutNanos();   // the client's turn begins now
         phase = Phase.ACCEPT_SENT;
         manager.track(this);
         manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);

@@ -57,6 +57,11 @@ final class TcpConnectionManager implements ConnectionManager {
     /** Accepted connections in their handshake (server side); guarded by this. */
     private int pendingHandshakes;
 
+    /** {@return what peers are allowed before they are connected} */
+    ConnectionLimits limits() {
+        return limits;
+    }
+
     TcpConnectionManager(TcpDevice device, ConnectionLimits limits) {
         this.device = device;
         this.limits = limits;

@@ -137,6 +137,11 @@ final class VerbsQueuePair implements QueuePair {
     }
 
     @Override
+    public int queryPort() {
+        return query(IbvQpAttr.PORT, IbvQpAttr::portNum);
+    }
+
+    @Override
     public int queryRnrRetry() {
         return query(IbvQpAttr.RNR_RETRY, IbvQpAttr::rnrRetry);
     }

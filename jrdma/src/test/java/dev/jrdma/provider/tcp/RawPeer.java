@@ -53,6 +53,17 @@ final class RawPeer implements AutoCloseable {
     }
 
     void handshake() throws IOException {
+        sendHelloAndAwaitAccept();
+        sendReadyToUse();
+    }
+
+    /** The handshake's last message (after {@link #sendHelloAndAwaitAccept}). */
+    void sendReadyToUse() throws IOException {
+        writeFully(ByteBuffer.wrap(TcpHandshake.readyToUse(false)), 5_000);
+    }
+
+    /** The handshake up to the server's ACCEPT, without the READY_TO_USE that ends it. */
+    void sendHelloAndAwaitAccept() throws IOException {
         QueuePairSpec spec = new QueuePairSpec(64, 64, 1, 1, 0, 16, 16, 7, 6);
         writeFully(ByteBuffer.wrap(TcpHandshake.hello(TcpHandshake.HELLO, spec, new byte[16], new byte[0])), 5_000);
         byte[] h = readFully(TcpHandshake.HEADER_SIZE, 5_000);
@@ -60,7 +71,6 @@ final class RawPeer implements AutoCloseable {
             throw new IOException("the server did not accept: message " + h[4]);
         }
         accepted = TcpHandshake.decodeHello(readFully(TcpHandshake.bodyLength(h), 5_000));
-        writeFully(ByteBuffer.wrap(TcpHandshake.readyToUse(false)), 5_000);
     }
 
     /** The API-level private data the server answered with (after jrdma's own header). */

@@ -75,5 +75,6 @@ public final class IbvQpAttr {
     public static int retryCnt(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "retry_cnt"))); }
     public static int minRnrTimer(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "min_rnr_timer"))); }
     public static void minRnrTimer(MemorySegment a, int code) { a.set(U8, offset(LAYOUT, "min_rnr_timer"), (byte) code); }
+    public static int portNum(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "port_num"))); }
     public static int timeout(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "timeout"))); }
 }
