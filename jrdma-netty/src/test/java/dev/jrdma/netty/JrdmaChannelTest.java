@@ -1,0 +1,343 @@
+package dev.jrdma.netty;
+
+import dev.jrdma.Connection;
+import dev.jrdma.ConnectionConfig;
+import dev.jrdma.LocalRegion;
+import dev.jrdma.Rdma;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.SocketChannel;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * jrdma channels through Netty's bootstraps, on tcp and shm: the byte stream, half-closure,
+ * graceful and abortive close, a refused connect, flow control against a reader that does not
+ * read, and a peer that breaks the stream's protocol. (Netty's own transport suite runs in the
+ * Jrdma*Test classes beside this one.)
+ */
+class JrdmaChannelTest {
+    private static final long T = 30;
+    private final List<JrdmaEventLoopGroup> groups = new ArrayList<>();
+    private final List<AutoCloseable> closeables = new ArrayList<>();
+
+    private JrdmaEventLoopGroup group(String provider) {
+        JrdmaEventLoopGroup g = new JrdmaEventLoopGroup(2, null, Rdma.builder().provider(provider));
+        groups.add(g);
+        return g;
+    }
+
+    @AfterEach
+    void shutDown() throws Exception {
+        for (AutoCloseable c : closeables) {
+            c.close();
+        }
+        for (JrdmaEventLoopGroup g : groups) {
+            assertTrue(g.shutdownGracefully(0, 5, TimeUnit.SECONDS).await(T, TimeUnit.SECONDS), "the group ended");
+        }
+    }
+
+    private static InetSocketAddress anyPort() {
+        return new InetSocketAddress("127.0.0.1", 0);
+    }
+
+    /** A server whose children echo what they read. */
+    private static Channel echoServer(JrdmaEventLoopGroup g) throws InterruptedException {
+        return new ServerBootstrap().group(g).channel(JrdmaServerChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ctx.writeAndFlush(msg);
+                    }
+                }).bind(anyPort()).sync().channel();
+    }
+
+    /** Collects what a channel reads, and how it ended. */
+    private static final class Collector extends ChannelInboundHandlerAdapter {
+        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        final LinkedBlockingQueue<Object> events = new LinkedBlockingQueue<>();
+        final CompletableFuture<Throwable> caught = new CompletableFuture<>();
+        final CompletableFuture<Void> inactive = new CompletableFuture<>();
+        volatile int expect = Integer.MAX_VALUE;
+        final CompletableFuture<byte[]> all = new CompletableFuture<>();
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf b = (ByteBuf) msg;
+            try {
+                byte[] a = new byte[b.readableBytes()];
+                b.readBytes(a);
+                synchronized (bytes) {
+                    bytes.writeBytes(a);
+                    if (bytes.size() >= expect) {
+                        all.complete(bytes.toByteArray());
+                    }
+                }
+            } finally {
+                b.release();
+            }
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            events.add(evt);
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            caught.complete(cause);
+            ctx.close();
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            caught.complete(null);
+            inactive.complete(null);
+        }
+    }
+
+    private static Channel client(JrdmaEventLoopGroup g, InetSocketAddress to, Collector c) throws InterruptedException {
+        return new Bootstrap().group(g).channel(JrdmaSocketChannel.class).handler(c).connect(to).sync().channel();
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void bytesComeBackInOrderThroughAnEchoServer(String provider) throws Exception {
+        JrdmaEventLoopGroup g = group(provider);
+        Channel server = echoServer(g);
+        Collector got = new Collector();
+        byte[] data = new byte[3 * 1024 * 1024 + 17];
+        new Random(7).nextBytes(data);
+        got.expect = data.length;
+        Channel ch = client(g, (InetSocketAddress) server.localAddress(), got);
+        assertTrue(ch.localAddress() instanceof InetSocketAddress l && l.getPort() > 0, "local " + ch.localAddress());
+        assertEquals(server.localAddress(), ch.remoteAddress());
+        Random sizes = new Random(8);
+        for (int at = 0; at < data.length; ) {
+            int n = Math.min(data.length - at, 1 + sizes.nextInt(100_000));
+            ch.write(Unpooled.wrappedBuffer(data, at, n));
+            at += n;
+            if (sizes.nextInt(4) == 0) {
+                ch.flush();
+            }
+        }
+        ch.flush();
+        assertArrayEquals(data, got.all.get(T, TimeUnit.SECONDS));
+        ch.close().sync();
+        server.close().sync();
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void halfClosureEndsTheInputAfterTheDataAndTheOtherWayStaysOpen(String provider) throws Exception {
+        JrdmaEventLoopGroup g = group(provider);
+        LinkedBlockingQueue<Object> serverSaw = new LinkedBlockingQueue<>();
+        Channel server = new ServerBootstrap().group(g).channel(JrdmaServerChannel.class)
+                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ByteBuf b = (ByteBuf) msg;
+                        serverSaw.add(b.toString(StandardCharsets.US_ASCII));
+                        b.release();
+                    }
+
+                    @Override
+                    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+                        serverSaw.add(evt);
+                        if (evt instanceof ChannelInputShutdownEvent) {
+                            assertTrue(((SocketChannel) ctx.channel()).isInputShutdown());
+                            ctx.writeAndFlush(Unpooled.copiedBuffer("bye", StandardCharsets.US_ASCII))
+                                    .addListener(f -> ctx.close());
+                        }
+                    }
+                }).bind(anyPort()).sync().channel();
+        Collector got = new Collector();
+        got.expect = 3;
+        Channel ch = client(g, (InetSocketAddress) server.localAddress(), got);
+        ch.writeAndFlush(Unpooled.copiedBuffer("hello", StandardCharsets.US_ASCII)).sync();
+        ((SocketChannel) ch).shutdownOutput().sync();
+        assertTrue(((SocketChannel) ch).isOutputShutdown());
+        StringBuilder read = new StringBuilder();
+        Object e;
+        while (!((e = serverSaw.poll(T, TimeUnit.SECONDS)) instanceof ChannelInputShutdownEvent)) {
+            assertTrue(e instanceof String, "data, then the end of input: " + e);
+            read.append(e);
+        }
+        assertEquals("hello", read.toString());
+        assertEquals("bye", new String(got.all.get(T, TimeUnit.SECONDS), StandardCharsets.US_ASCII));
+        got.inactive.get(T, TimeUnit.SECONDS);
+        assertNull(got.caught.get(), "a graceful close is no error");
+        server.close().sync();
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void soLingerZeroResetsThePeerAndAGracefulCloseDoesNot(String provider) throws Exception {
+        JrdmaEventLoopGroup g = group(provider);
+        for (int linger : new int[] {0, -1}) {
+            Channel server = new ServerBootstrap().group(g).channel(JrdmaServerChannel.class)
+                    .childOption(ChannelOption.SO_LINGER, linger)
+                    .childHandler(new ChannelInboundHandlerAdapter() {
+                        @Override
+                        public void channelActive(ChannelHandlerContext ctx) {
+                            ctx.close();
+                        }
+                    }).bind(anyPort()).sync().channel();
+            Collector got = new Collector();
+            client(g, (InetSocketAddress) server.localAddress(), got);
+            got.inactive.get(T, TimeUnit.SECONDS);
+            Throwable caught = got.caught.get();
+            if (linger == 0) {
+                IOException reset = assertInstanceOf(IOException.class, caught);
+                assertTrue(reset.getMessage().contains("reset"), reset.getMessage());
+            } else {
+                assertNull(caught, "a graceful close is no error");
+            }
+            server.close().sync();
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void connectingWhereNothingListensFailsWithConnectException(String provider) throws Exception {
+        JrdmaEventLoopGroup g = group(provider);
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        ChannelFuture f = new Bootstrap().group(g).channel(JrdmaSocketChannel.class).handler(new ChannelInboundHandlerAdapter())
+                .connect(new InetSocketAddress("127.0.0.1", port));
+        assertTrue(f.await(T, TimeUnit.SECONDS));
+        assertInstanceOf(ConnectException.class, f.cause(), String.valueOf(f.cause()));
+        assertTrue(f.channel().closeFuture().await(T, TimeUnit.SECONDS), "the channel of a failed connect closes");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void aWriterStopsWithinTheWindowWhenTheReaderDoesNotReadAndGoesOnWhenItDoes(String provider) throws Exception {
+        JrdmaEventLoopGroup g = group(provider);
+        CompletableFuture<Channel> child = new CompletableFuture<>();
+        Collector serverGot = new Collector();
+        Channel server = new ServerBootstrap().group(g).channel(JrdmaServerChannel.class)
+                .childOption(ChannelOption.AUTO_READ, false)
+                .childHandler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        ch.pipeline().addLast(serverGot);
+                        child.complete(ch);
+                    }
+                }).bind(anyPort()).sync().channel();
+        Channel ch = client(g, (InetSocketAddress) server.localAddress(), new Collector());
+        byte[] data = new byte[8 * 1024 * 1024];
+        new Random(9).nextBytes(data);
+        serverGot.expect = data.length;
+        ChannelFuture written = ch.writeAndFlush(Unpooled.wrappedBuffer(data));
+        // The reader reads nothing: the writer runs out of data credits (all but the reserved ones are used).
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+        JrdmaSocketChannel jc = (JrdmaSocketChannel) ch;
+        while (ch.eventLoop().submit(() -> jc.stream().credits()).get() > ByteStream.RESERVED) {
+            assertTrue(System.nanoTime() < deadline, "the writer ran out of credits");
+            Thread.onSpinWait();
+        }
+        ConnectionConfig cc = JrdmaSocketChannelConfig.DEFAULT_CONNECTION_CONFIG;
+        long window = (long) (cc.receiveQueueDepth() - ByteStream.RESERVED + 1) * cc.receiveBufferSize();
+        long pending = ch.eventLoop().submit(() -> ch.unsafe().outboundBuffer().totalPendingWriteBytes()).get();
+        assertTrue(pending >= data.length - window, "at most the window (" + window + " bytes) left the writer; "
+                + (data.length - pending) + " did");
+        assertFalse(written.isDone(), "8 MiB do not fit the window of a reader that reads nothing");
+        assertTrue(!ch.isWritable(), "the writer is not writable while its peer reads nothing");
+        Channel c = child.get(T, TimeUnit.SECONDS);
+        c.config().setAutoRead(true);
+        assertArrayEquals(data, serverGot.all.get(T, TimeUnit.SECONDS));
+        assertTrue(written.await(T, TimeUnit.SECONDS) && written.isSuccess(), String.valueOf(written.cause()));
+        server.close().sync();
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void aPeerThatBreaksTheProtocolLosesItsConnectionAndNobodyElseIsTouched(String provider) throws Exception {
+        JrdmaEventLoopGroup g = group(provider);
+        LinkedBlockingQueue<Throwable> serverCaught = new LinkedBlockingQueue<>();
+        Channel server = new ServerBootstrap().group(g).channel(JrdmaServerChannel.class)
+                .childHandler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        ch.pipeline().addLast(new ChannelInboundHandlerAdapter() {
+                            @Override
+                            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                                ctx.writeAndFlush(msg);
+                            }
+
+                            @Override
+                            public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+                                serverCaught.add(cause);
+                                ctx.close();
+                            }
+                        });
+                    }
+                }).bind(anyPort()).sync().channel();
+        Collector good = new Collector();
+        good.expect = 4;
+        Channel goodClient = client(g, (InetSocketAddress) server.localAddress(), good);
+        Rdma raw = Rdma.builder().provider(provider).build();
+        closeables.add(raw);
+        ConnectionConfig cc = ConnectionConfig.builder().receiveQueueDepth(16).build();
+        String[] lies = {"plain", "kind", "credits"};
+        for (String lie : lies) {
+            Connection c = raw.connect((InetSocketAddress) server.localAddress(), cc);
+            try (LocalRegion buf = raw.allocate(16)) {
+                switch (lie) {
+                    case "plain" -> c.sendSync(buf);                                    // no immediate value
+                    case "kind" -> c.sendWithImmSync(StreamMessage.imm(9, 0), buf);     // no such kind
+                    default -> c.sendWithImmSync(StreamMessage.imm(StreamMessage.DATA, 5), buf);   // credits never taken
+                }
+            }
+            Throwable t = serverCaught.poll(T, TimeUnit.SECONDS);
+            StreamProtocolException e = assertInstanceOf(StreamProtocolException.class, t);
+            assertTrue(e.getMessage().contains("broke the stream protocol"), e.getMessage());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+            while (c.state() != dev.jrdma.ConnectionState.CLOSED && c.state() != dev.jrdma.ConnectionState.ERROR
+                    && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertTrue(c.state() == dev.jrdma.ConnectionState.CLOSED || c.state() == dev.jrdma.ConnectionState.ERROR,
+                    "the liar's connection ended: " + c.state());
+            c.close();
+        }
+        goodClient.writeAndFlush(Unpooled.copiedBuffer("ping", StandardCharsets.US_ASCII));
+        assertEquals("ping", new String(good.all.get(T, TimeUnit.SECONDS), StandardCharsets.US_ASCII));
+        goodClient.close().sync();
+        server.close().sync();
+    }
+}

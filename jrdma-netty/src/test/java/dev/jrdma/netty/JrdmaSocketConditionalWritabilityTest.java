@@ -1,0 +1,22 @@
+package dev.jrdma.netty;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
+import io.netty.testsuite.transport.socket.SocketConditionalWritabilityTest;
+
+import java.net.SocketAddress;
+import java.util.List;
+
+/** Netty's {@link SocketConditionalWritabilityTest} on jrdma channels. */
+class JrdmaSocketConditionalWritabilityTest extends SocketConditionalWritabilityTest {
+    @Override
+    protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
+        return JrdmaSocketTestPermutation.INSTANCE.socket();
+    }
+
+    @Override
+    protected SocketAddress newSocketAddress() {
+        return JrdmaSocketTestPermutation.newSocketAddress();
+    }
+}

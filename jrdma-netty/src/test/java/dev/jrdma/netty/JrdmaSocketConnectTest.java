@@ -1,0 +1,22 @@
+package dev.jrdma.netty;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
+import io.netty.testsuite.transport.socket.SocketConnectTest;
+
+import java.net.SocketAddress;
+import java.util.List;
+
+/** Netty's {@link SocketConnectTest} on jrdma channels. */
+class JrdmaSocketConnectTest extends SocketConnectTest {
+    @Override
+    protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
+        return JrdmaSocketTestPermutation.INSTANCE.socket();
+    }
+
+    @Override
+    protected SocketAddress newSocketAddress() {
+        return JrdmaSocketTestPermutation.newSocketAddress();
+    }
+}
