@@ -91,18 +91,27 @@ class LinkDownVerbsTest {
             // a NIC after its retries (IBV_WC_RETRY_EXC_ERR); what was queued behind is flushed. rxe on
             // Linux 6.1 can also stall (seen in CI: the whole window neither retried nor failed for a
             // minute): then jrdma puts the QP in error once it has heard of the port going down and
-            // twice the budget (and 100 ms) has passed, so then the time is counted from when jrdma
-            // acts: the port-down event's arrival at the client (on the emulated CPU, up to a second
-            // after the command returned) plus the budget and 100 ms, and then the budget and 1 s.
+            // twice the budget (and 100 ms) has passed. Then two things are held: jrdma acted by
+            // then, give or take the emulated CPU's scheduling (ACT_SLACK_MS: a CI run saw it act
+            // 1.3 s late, while the VM's kernel was still busy with the link change, whose command
+            // took 4.4 s), and from its act every operation ended within the budget and 1 s.
             String first = facts.get("first-failure");
             boolean stalledAndForced = first.equals("ConnectionClosedException")
                     && facts.get("first-failure-message").contains("stayed down past the retry budget");
             assertTrue(first.equals("IBV_WC_RETRY_EXC_ERR") || first.equals("IBV_WC_LOC_QP_OP_ERR") || stalledAndForced,
                     "the first failure is " + first + ", not the device's retry or send failure:\n" + log);
             long budget = Long.parseLong(facts.get("budget-ms")), last = Long.parseLong(facts.get("last-end-ms"));
-            long from = stalledAndForced ? Math.max(0, Long.parseLong(facts.get("client-port-down-event-ms"))) + budget + 100 : 0;
+            long from = 0;
+            if (stalledAndForced) {
+                long event = Math.max(0, Long.parseLong(facts.get("client-port-down-event-ms")));
+                long acted = Long.parseLong(facts.get("first-failure-ms"));
+                long due = event + 2 * budget + 100;
+                assertTrue(acted <= due + ACT_SLACK_MS, "jrdma put the stalled QP in error " + acted + " ms after the link "
+                        + "was down; due at " + due + " ms (the port-down event at " + event + " ms, twice the budget and 100 ms)");
+                from = acted;
+            }
             assertTrue(last <= from + budget + 1000, "the last operation ended " + last + " ms after the link was down; the budget is "
-                    + budget + " ms (+1 s)" + (stalledAndForced ? ", counted from the port-down event, one budget and 100 ms more: " + from + " ms" : ""));
+                    + budget + " ms (+1 s)" + (stalledAndForced ? ", counted from when jrdma put the stalled QP in error: " + from + " ms" : ""));
             assertEquals("ERROR", facts.get("state"));
             assertEquals("ConnectionClosedException", facts.get("after-error"), "an operation after the failure");
             for (String side : List.of("server", "client")) {
@@ -115,6 +124,9 @@ class LinkDownVerbsTest {
             PrivateRxePair.delete();
         }
     }
+
+    /** How late jrdma may put a stalled QP in error on the VM's emulated CPU, past when it is due. */
+    private static final long ACT_SLACK_MS = 3_000;
 
     /** The child: the scenario on the private pair, its facts printed as "fact KEY VALUE" and "event ..." lines. */
     public static void main(String[] args) throws Exception {

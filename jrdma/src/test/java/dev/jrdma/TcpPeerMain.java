@@ -56,7 +56,10 @@ public final class TcpPeerMain {
     }
 
     private static boolean client(InetSocketAddress server) throws Exception {
-        try (Rdma rdma = Rdma.builder().provider("tcp").build(); Connection c = rdma.connect(server)) {
+        // As the server's handshake time-out: a cold JVM's first connect on the VM's emulated CPU
+        // took longer than the default 10 s (CI, November 2026).
+        try (Rdma rdma = Rdma.builder().provider("tcp").build();
+             Connection c = rdma.connect(server, ConnectionConfig.builder().timeout(java.time.Duration.ofSeconds(60)).build())) {
             RemoteRegion region = RemoteRegion.fromDescriptor(c.peerPrivateData());
             LocalRegion msg = rdma.allocate(3000);
             for (int i = 0; i < 200; i++) {

@@ -61,7 +61,7 @@ public final class PerfCommand {
             return 0;
         } catch (Exception e) {
             Throwable cause = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null ? e.getCause() : e;
-            err.println("jrdma perf: " + cause.getMessage());
+            err.println("jrdma perf: " + (cause.getMessage() != null ? cause.getMessage() : cause.toString()));   // never "null"
             if (Boolean.getBoolean("jrdma.perf.debug")) {
                 cause.printStackTrace(err);
             }
@@ -100,7 +100,13 @@ public final class PerfCommand {
                     address.completeExceptionally(e);
                 }
             });
-            InetSocketAddress at = address.get(60, TimeUnit.SECONDS);
+            InetSocketAddress at;
+            try {
+                at = address.get(SERVER_START_SECONDS, TimeUnit.SECONDS);
+            } catch (java.util.concurrent.TimeoutException e) {
+                throw new IllegalStateException("the loopback's server process did not say where it listens within "
+                        + SERVER_START_SECONDS + " s", e);
+            }
             try (PerfClient client = new PerfClient(o, at, progressTo(err, System.console()))) {
                 List<PerfClient.Result> results = client.runAll();
                 RunFacts facts = client.facts();
@@ -117,6 +123,11 @@ public final class PerfCommand {
     }
 
     private static final String WAITING_ON = "server waiting on ";
+    /**
+     * How long --loopback waits for its server process to listen: a JVM's start and its first
+     * native calls, seconds on a real CPU, took over a minute in the Soft-RoCE VM's emulated one.
+     */
+    private static final int SERVER_START_SECONDS = 240;
 
     /**
      * Where the progress line goes: stderr when the command runs on a terminal, else nowhere. The

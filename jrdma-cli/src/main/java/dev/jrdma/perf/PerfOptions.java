@@ -211,14 +211,23 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         return n;
     }
 
+    /** How long a --loopback connect waits for the server process it started. */
+    static final java.time.Duration LOOPBACK_CONNECT_TIMEOUT = java.time.Duration.ofSeconds(60);
+
     /**
      * What both ends connect with: {@code exposed}'s descriptor for the peer, receive buffers for
      * the largest send, {@code receiveDepth} receives, and the QP settings (-u, -o, perftest's RNR timer).
      */
     ConnectionConfig connectionConfig(LocalRegion exposed, int receiveDepth) {
-        return ConnectionConfig.builder().privateData(exposed.toRemote().toDescriptor())
+        ConnectionConfig.Builder b = ConnectionConfig.builder().privateData(exposed.toRemote().toDescriptor())
                 .receiveBufferSize(Math.max(64, test.send() ? maxSize() : 64)).receiveQueueDepth(receiveDepth)
-                .ackTimeout(ackTimeout).minRnrTimer(MIN_RNR_TIMER).maxRdAtomic(outReads).build();
+                .ackTimeout(ackTimeout).minRnrTimer(MIN_RNR_TIMER).maxRdAtomic(outReads);
+        if (loopback || loopbackServer) {
+            // The server is a JVM this command has just started: its first accept (the native calls'
+            // first linking, a cold JIT) took longer than the default 10 s on an emulated CPU.
+            b.timeout(LOOPBACK_CONNECT_TIMEOUT);
+        }
+        return b.build();
     }
 
     int maxSize() {

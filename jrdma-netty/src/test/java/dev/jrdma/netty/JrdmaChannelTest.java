@@ -32,6 +32,7 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -281,6 +282,67 @@ class JrdmaChannelTest {
         c.config().setAutoRead(true);
         assertArrayEquals(data, serverGot.all.get(T, TimeUnit.SECONDS));
         assertTrue(written.await(T, TimeUnit.SECONDS) && written.isSuccess(), String.valueOf(written.cause()));
+        server.close().sync();
+    }
+
+    /**
+     * read() asked twice before the loop runs makes one read round, as epoll's one pending read:
+     * two rounds read the byte and then fire channelReadComplete with no data (and, near the end of
+     * input, more such rounds than Netty's SocketHalfClosedTest allows).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void readAskedTwiceBeforeTheLoopRunsIsOneRoundWithNoEmptyReadComplete(String provider) throws Exception {
+        JrdmaEventLoopGroup g = group(provider);
+        CompletableFuture<Channel> child = new CompletableFuture<>();
+        AtomicInteger bytesRead = new AtomicInteger();
+        AtomicInteger readCompletes = new AtomicInteger();
+        AtomicInteger emptyReadCompletes = new AtomicInteger();
+        Channel server = new ServerBootstrap().group(g).channel(JrdmaServerChannel.class)
+                .childOption(ChannelOption.AUTO_READ, false)
+                .childHandler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        ch.pipeline().addLast(new ChannelInboundHandlerAdapter() {
+                            private boolean readSinceComplete;
+
+                            @Override
+                            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                                ByteBuf b = (ByteBuf) msg;
+                                bytesRead.addAndGet(b.readableBytes());
+                                readSinceComplete = true;
+                                b.release();
+                            }
+
+                            @Override
+                            public void channelReadComplete(ChannelHandlerContext ctx) {
+                                readCompletes.incrementAndGet();
+                                if (!readSinceComplete) {
+                                    emptyReadCompletes.incrementAndGet();
+                                }
+                                readSinceComplete = false;
+                            }
+                        });
+                        child.complete(ch);
+                    }
+                }).bind(anyPort()).sync().channel();
+        Channel ch = client(g, (InetSocketAddress) server.localAddress(), new Collector());
+        ch.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {42})).sync();
+        Channel c = child.get(T, TimeUnit.SECONDS);
+        JrdmaSocketChannel jc = (JrdmaSocketChannel) c;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+        while (!c.eventLoop().submit(() -> jc.stream().hasInbound()).get()) {
+            assertTrue(System.nanoTime() < deadline, "the byte reached the reader's stream");
+            Thread.onSpinWait();
+        }
+        c.eventLoop().submit(() -> {
+            c.read();
+            c.read();
+        }).get(T, TimeUnit.SECONDS);
+        c.eventLoop().submit(() -> { }).get(T, TimeUnit.SECONDS);   // after every round the two reads queued
+        assertEquals(1, bytesRead.get(), "the byte was read");
+        assertEquals(0, emptyReadCompletes.get(), "channelReadComplete with no data");
+        assertEquals(1, readCompletes.get(), "read rounds");
         server.close().sync();
     }
 
