@@ -25,7 +25,9 @@ import java.util.ArrayDeque;
  * each full slot, or the last one at a flush, goes as one {@link StreamMessage#DATA} message. A
  * write is done once copied (as a socket write is, once in the kernel); the slot is reused when
  * its send completes. Sends complete in order, so slots and the record of what was posted are
- * rings.
+ * rings. A buffer in registered memory of this connection's {@code Rdma} (a
+ * {@link JrdmaByteBufAllocator}'s) is not copied: {@link #writeRegistered} sends its bytes where
+ * they are, holding a reference to the buffer until the messages completed.
  *
  * <p><b>Receive.</b> Each DATA message is copied into a buffer of the channel's allocator and
  * queued; the read path takes slices of it. Its credit is owed once the read path took all its
@@ -82,6 +84,7 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
         ByteBufAllocator allocator();
     }
 
+    private final Rdma rdma;
     private final Connection connection;
     private final Listener listener;
     /** The event loop: a post refused at once is dealt with after the call that posted (never inside a write). */
@@ -97,16 +100,22 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
     private final int sendDepth;
     private final int returnAt;
 
-    // Sending: slots in ring order; what was posted, in order (a data message's length, which holds a slot; -1: control).
+    // Sending: slots in ring order; what was posted, in order (a data message's length, which holds
+    // a slot; -1: no slot: control, or a message sent from the buffer in postedBuf, released when it completed).
     private int oldestSlot;
     private int freeSlots;
     private int fillSlot = -1;
     private int fillPos;
     private final int[] postedLength;
+    private final ByteBuf[] postedBuf;
+    /** Each slot's last message as a region, kept while messages of that length follow (no slice per message). */
+    private final LocalRegion[] slotMessage;
     private int postedHead;
     private int postedCount;
     /** The last post failed at once (its handler ran inside the post): see {@link #failed}. */
     private boolean inPost;
+    /** A post failed at once: the stream is ending. */
+    private boolean refused;
     private boolean wantRoom;
 
     // Credits.
@@ -135,6 +144,7 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
      * @throws IllegalArgumentException when either side's receive queue is too shallow for a stream
      */
     ByteStream(Rdma rdma, Connection connection, Listener listener, java.util.concurrent.Executor loop) {
+        this.rdma = rdma;
         this.connection = connection;
         this.listener = listener;
         this.loop = loop;
@@ -157,6 +167,8 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
         this.empty = sendArea.slice(0, 0);
         this.freeSlots = slots;
         this.postedLength = new int[sendDepth];
+        this.postedBuf = new ByteBuf[sendDepth];
+        this.slotMessage = new LocalRegion[slots];
         this.credits = peerDepth;
         this.returnAt = Math.max(1, (myDepth - RESERVED) / 4);
     }
@@ -176,6 +188,11 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
 
     Connection connection() {
         return connection;
+    }
+
+    /** {@return the jrdma instance of the connection: buffers in its registered memory go without a copy} */
+    Rdma rdma() {
+        return rdma;
     }
 
     /** {@return the messages this side may still send (data uses all but {@link #RESERVED})} */
@@ -237,6 +254,42 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
         return taken;
     }
 
+    /**
+     * Sends up to {@code length} bytes of {@code buf} from {@code index} where they are, in
+     * {@code region} from {@code offset}, as messages of up to the peer's receive buffer size,
+     * after what was written before; returns how many it took (0: no credit now, and
+     * {@link Listener#writable()} follows). Each message holds a reference to {@code buf} until
+     * it completed. {@code buf}'s indexes are not moved.
+     */
+    int writeRegistered(ByteBuf buf, int index, int length, LocalRegion region, long offset) {
+        flush();   // the bytes before these go first
+        int taken = 0;
+        while (taken < length) {
+            if (!canSendWithoutSlot()) {
+                wantRoom = true;
+                break;
+            }
+            int n = Math.min(length - taken, slotSize);
+            credits--;
+            buf.retain();
+            post(StreamMessage.DATA, region.slice(offset + taken, n), -1, buf);
+            if (refused) {
+                break;   // it released its reference, and the stream ends (failed)
+            }
+            taken += n;
+        }
+        return taken;
+    }
+
+    /** {@return the bytes the send slot being filled still takes (0: none is being filled)} */
+    int roomInSlotBeingFilled() {
+        return fillSlot < 0 ? 0 : slotSize - fillPos;
+    }
+
+    private boolean canSendWithoutSlot() {
+        return !gone && !refused && credits > RESERVED && postedCount < sendDepth;
+    }
+
     /** Sends the slot being filled, if any: the end of a flush. */
     void flush() {
         if (fillSlot >= 0 && fillPos > 0) {
@@ -245,7 +298,7 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
     }
 
     private boolean canSendData() {
-        return !gone && freeSlots > 0 && credits > RESERVED && postedCount < sendDepth;
+        return !gone && !refused && freeSlots > 0 && credits > RESERVED && postedCount < sendDepth;
     }
 
     private void copyIn(ByteBuf buf, int index, long offset, int n) {
@@ -264,16 +317,25 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
         int length = fillPos;
         fillSlot = -1;
         fillPos = 0;
-        post(StreamMessage.DATA, sendArea.slice((long) slot * slotSize, length), length);
+        LocalRegion message = slotMessage[slot];
+        if (message == null || message.length() != length) {
+            message = sendArea.slice((long) slot * slotSize, length);
+            slotMessage[slot] = message;
+        }
+        post(StreamMessage.DATA, message, length, null);
     }
 
     /** Posts one message whose credit is already taken; every one completes once, in order. */
-    private void post(int kind, LocalRegion buf, int dataLength) {
+    private void post(int kind, LocalRegion buf, int dataLength, ByteBuf from) {
         int imm = StreamMessage.imm(kind, owed);
         owed = 0;
         sentUnreturned++;
         int tail = postedHead + postedCount;
-        postedLength[tail >= sendDepth ? tail - sendDepth : tail] = dataLength;
+        if (tail >= sendDepth) {
+            tail -= sendDepth;
+        }
+        postedLength[tail] = dataLength;
+        postedBuf[tail] = from;
         postedCount++;
         inPost = true;
         try {
@@ -290,7 +352,7 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
         }
         if (credits > 0 && postedCount < sendDepth) {
             credits--;
-            post(kind, empty, -1);
+            post(kind, empty, -1, null);
         } else {
             pendingControl |= 1 << kind;
         }
@@ -303,7 +365,7 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
                 pendingControl &= ~bit;
                 if (kind != StreamMessage.CREDIT || owed > 0) {
                     credits--;
-                    post(kind, empty, -1);
+                    post(kind, empty, -1, null);
                 }
             }
         }
@@ -313,6 +375,7 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
     @Override
     public void completed(Void result, ByteStream attachment) {
         int length = postedLength[postedHead];
+        releasePosted(postedHead);
         postedHead = postedHead + 1 == sendDepth ? 0 : postedHead + 1;
         postedCount--;
         if (length >= 0) {
@@ -336,8 +399,12 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
     @Override
     public void failed(Throwable e, ByteStream attachment) {
         if (inPost) {
+            refused = true;
+            int tail = postedHead + postedCount - 1;
+            releasePosted(tail >= sendDepth ? tail - sendDepth : tail);
             postedCount--;   // the one just recorded at the tail: it never went out
         } else {
+            releasePosted(postedHead);
             postedHead = postedHead + 1 == sendDepth ? 0 : postedHead + 1;
             postedCount--;
         }
@@ -348,6 +415,15 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
             } else {
                 end(cause);
             }
+        }
+    }
+
+    /** A posted message ended: the buffer it was sent from (if it was sent without a copy) is let go. */
+    private void releasePosted(int i) {
+        ByteBuf b = postedBuf[i];
+        if (b != null) {
+            postedBuf[i] = null;
+            b.release();
         }
     }
 

@@ -11,6 +11,7 @@ import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
 
+import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadFactory;
@@ -40,12 +41,15 @@ public final class JrdmaEventLoopGroup extends MultithreadEventLoopGroup {
 
     /** How long a loop with nothing to do polls before it sleeps: about an RDMA round trip. */
     public static final long DEFAULT_SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(50);
+    /** The longest spin a group takes: beyond it, a loop that should sleep burns a CPU for nothing. */
+    private static final Duration MAX_SPIN = Duration.ofSeconds(1);
 
     private final Shared shared;
 
     /** What the loops of one group share: the Rdma, and who closes it. */
     static final class Shared {
         final Rdma rdma;
+        final JrdmaByteBufAllocator allocator;
         final int loops;
         final long spinNanos;
         /** The loops by the index of their IO loop: filled by newChild, in the group's constructor. */
@@ -57,6 +61,7 @@ public final class JrdmaEventLoopGroup extends MultithreadEventLoopGroup {
             this.loops = loops;
             this.spinNanos = spinNanos;
             this.rdma = builder.ioLoops(loops).build();
+            this.allocator = new JrdmaByteBufAllocator(rdma);
             this.eventLoops = new JrdmaEventLoop[loops];
             this.running = new AtomicInteger(loops);
         }
@@ -114,7 +119,32 @@ public final class JrdmaEventLoopGroup extends MultithreadEventLoopGroup {
      *                      {@code cpuAffinity} do not apply: pin the loops' threads instead)
      */
     public JrdmaEventLoopGroup(int nThreads, ThreadFactory threadFactory, Rdma.Builder rdma) {
-        this(new Shared(Objects.requireNonNull(rdma, "rdma"), loops(nThreads), DEFAULT_SPIN_NANOS), threadFactory);
+        this(nThreads, threadFactory, rdma, Duration.ofNanos(DEFAULT_SPIN_NANOS));
+    }
+
+    /**
+     * A group whose idle loops poll for {@code spin} before they sleep. Spinning saves the wake-up
+     * of a sleeping thread (several microseconds, far more on a loaded machine) when the peer
+     * answers within the spin, and costs a CPU while it lasts: on a machine with fewer CPUs than
+     * busy threads, a spinning loop takes the CPU another thread (the peer's loop, the
+     * application's work) needs. {@link Duration#ZERO} sleeps at once, as Netty's epoll loop does.
+     *
+     * @param nThreads      event loops (0: Netty's default, twice the CPUs)
+     * @param threadFactory makes the loops' threads (null: Netty's default)
+     * @param rdma          how to open jrdma (as {@link #JrdmaEventLoopGroup(int, ThreadFactory, Rdma.Builder)})
+     * @param spin          how long an idle loop polls before it sleeps ({@link #DEFAULT_SPIN_NANOS} by default)
+     * @throws IllegalArgumentException when {@code spin} is negative or longer than a second
+     */
+    public JrdmaEventLoopGroup(int nThreads, ThreadFactory threadFactory, Rdma.Builder rdma, Duration spin) {
+        this(new Shared(Objects.requireNonNull(rdma, "rdma"), loops(nThreads), spinNanos(spin)), threadFactory);
+    }
+
+    private static long spinNanos(Duration spin) {
+        Objects.requireNonNull(spin, "spin");
+        if (spin.isNegative() || spin.compareTo(MAX_SPIN) > 0) {
+            throw new IllegalArgumentException("spin must be between 0 and " + MAX_SPIN + ", not " + spin);
+        }
+        return spin.toNanos();
     }
 
     private JrdmaEventLoopGroup(Shared shared, ThreadFactory threadFactory) {
@@ -145,6 +175,14 @@ public final class JrdmaEventLoopGroup extends MultithreadEventLoopGroup {
      */
     public Rdma rdma() {
         return shared.rdma;
+    }
+
+    /**
+     * {@return buffers in the group's registered memory: its channels send a direct buffer of it
+     * without copying it ({@code ChannelOption.ALLOCATOR}); one allocator per group}
+     */
+    public JrdmaByteBufAllocator allocator() {
+        return shared.allocator;
     }
 
     /**

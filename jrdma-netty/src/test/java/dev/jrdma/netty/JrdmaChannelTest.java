@@ -49,13 +49,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class JrdmaChannelTest {
     private static final long T = 30;
-    private final List<JrdmaEventLoopGroup> groups = new ArrayList<>();
+    private final TestGroups groups = new TestGroups();
     private final List<AutoCloseable> closeables = new ArrayList<>();
 
     private JrdmaEventLoopGroup group(String provider) {
-        JrdmaEventLoopGroup g = new JrdmaEventLoopGroup(2, null, Rdma.builder().provider(provider));
-        groups.add(g);
-        return g;
+        return groups.open(provider, 2);
     }
 
     @AfterEach
@@ -63,9 +61,7 @@ class JrdmaChannelTest {
         for (AutoCloseable c : closeables) {
             c.close();
         }
-        for (JrdmaEventLoopGroup g : groups) {
-            assertTrue(g.shutdownGracefully(0, 5, TimeUnit.SECONDS).await(T, TimeUnit.SECONDS), "the group ended");
-        }
+        groups.shutDownAll(T);
     }
 
     private static InetSocketAddress anyPort() {

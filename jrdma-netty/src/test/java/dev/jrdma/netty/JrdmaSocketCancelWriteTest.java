@@ -2,6 +2,7 @@ package dev.jrdma.netty;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.SocketCancelWriteTest;
 
@@ -18,5 +19,10 @@ class JrdmaSocketCancelWriteTest extends SocketCancelWriteTest {
     @Override
     protected SocketAddress newSocketAddress() {
         return JrdmaSocketTestPermutation.newSocketAddress();
+    }
+
+    @Override
+    protected List<ByteBufAllocator> newAllocators() {
+        return JrdmaSocketTestPermutation.allocators();
     }
 }

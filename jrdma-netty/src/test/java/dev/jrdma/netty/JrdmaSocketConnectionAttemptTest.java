@@ -1,5 +1,6 @@
 package dev.jrdma.netty;
 
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import io.netty.testsuite.transport.socket.SocketConnectionAttemptTest;
@@ -17,5 +18,10 @@ class JrdmaSocketConnectionAttemptTest extends SocketConnectionAttemptTest {
     @Override
     protected SocketAddress newSocketAddress() {
         return JrdmaSocketTestPermutation.newSocketAddress();
+    }
+
+    @Override
+    protected List<ByteBufAllocator> newAllocators() {
+        return JrdmaSocketTestPermutation.allocators();
     }
 }

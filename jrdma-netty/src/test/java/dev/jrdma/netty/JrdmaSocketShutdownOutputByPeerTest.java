@@ -1,6 +1,7 @@
 package dev.jrdma.netty;
 
 import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import io.netty.testsuite.transport.socket.AbstractSocketShutdownOutputByPeerTest;
 
@@ -21,6 +22,11 @@ class JrdmaSocketShutdownOutputByPeerTest extends AbstractSocketShutdownOutputBy
     @Override
     protected SocketAddress newSocketAddress() {
         return JrdmaSocketTestPermutation.newSocketAddress();
+    }
+
+    @Override
+    protected List<ByteBufAllocator> newAllocators() {
+        return JrdmaSocketTestPermutation.allocators();
     }
 
     @Override

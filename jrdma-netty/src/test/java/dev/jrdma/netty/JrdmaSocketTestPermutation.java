@@ -3,6 +3,9 @@ package dev.jrdma.netty;
 import dev.jrdma.Rdma;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.channel.EventLoopGroup;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
@@ -34,6 +37,16 @@ final class JrdmaSocketTestPermutation extends SocketTestPermutation {
     /** One group for parents and children: an accepted connection is served by the loops of the group that accepted it. */
     static final EventLoopGroup GROUP = new JrdmaEventLoopGroup(NUM_THREADS,
             new DefaultThreadFactory("testsuite-jrdma-" + PROVIDER, true), Rdma.builder().provider(PROVIDER));
+
+    /**
+     * The allocators every test runs with (the suite's own list but Netty's adaptive allocator,
+     * whose buffers are direct ones as the pooled allocator's are): Netty's unpooled and pooled
+     * ones, and the group's {@link JrdmaByteBufAllocator}, whose direct buffers of 4 KiB or more a
+     * channel sends without a copy (an echo server echoes what it read into them).
+     */
+    static List<ByteBufAllocator> allocators() {
+        return List.of(UnpooledByteBufAllocator.DEFAULT, PooledByteBufAllocator.DEFAULT, ((JrdmaEventLoopGroup) GROUP).allocator());
+    }
 
     /** Where the suite's servers listen: {@link #HOST}, any free port. */
     static SocketAddress newSocketAddress() {

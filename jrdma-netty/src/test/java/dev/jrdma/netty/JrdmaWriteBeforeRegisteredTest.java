@@ -1,5 +1,6 @@
 package dev.jrdma.netty;
 
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import io.netty.testsuite.transport.socket.WriteBeforeRegisteredTest;
@@ -17,5 +18,10 @@ class JrdmaWriteBeforeRegisteredTest extends WriteBeforeRegisteredTest {
     @Override
     protected SocketAddress newSocketAddress() {
         return JrdmaSocketTestPermutation.newSocketAddress();
+    }
+
+    @Override
+    protected List<ByteBufAllocator> newAllocators() {
+        return JrdmaSocketTestPermutation.allocators();
     }
 }
