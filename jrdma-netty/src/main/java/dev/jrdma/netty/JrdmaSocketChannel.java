@@ -660,6 +660,10 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
             promise.setFailure(new NotYetConnectedException());
             return;
         }
+        if (!isOpen()) {
+            promise.setFailure(new ClosedChannelException());   // as a closed socket's shutdown fails
+            return;
+        }
         if (!inputShutdown) {
             inputShutdown = true;
             s.discardInput();
