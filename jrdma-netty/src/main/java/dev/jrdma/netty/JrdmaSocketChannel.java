@@ -76,6 +76,8 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
      * than Netty's testsuite allows after the end of input; the one queued round does every read.
      */
     private boolean readScheduled;
+    /** What the stream tells this channel. */
+    private final StreamEvents events = new StreamEvents();
     private final Runnable readTask = () -> {
         readScheduled = false;
         readInbound();
@@ -103,7 +105,7 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
         this.active = true;
         this.local = connection.localAddress();
         this.remote = connection.remoteAddress();
-        this.stream = new ByteStream(acceptedBy.rdma, connection, new StreamEvents(),
+        this.stream = new ByteStream(acceptedBy.rdma, connection, events,
                 acceptedBy.eventLoops[connection.ioIndex()]);
         stream.start();
     }
@@ -180,6 +182,10 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
         if (goneBeforeRegistered) {
             // After registration and channelActive, which this task follows.
             eventLoop().execute(() -> handleGone(goneCause));
+        } else if (stream != null && stream.inputEnded()) {
+            // The peer's output ended before the channel was registered (an accepted channel's
+            // stream starts in its constructor, with what came first): told now, read or not.
+            eventLoop().execute(events::readable);
         }
     }
 
@@ -274,7 +280,7 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
             }
             try {
                 connection = c;
-                stream = new ByteStream(((JrdmaEventLoop) eventLoop()).shared().rdma, c, new StreamEvents(), eventLoop());
+                stream = new ByteStream(((JrdmaEventLoop) eventLoop()).shared().rdma, c, events, eventLoop());
             } catch (RuntimeException bad) {
                 c.close();
                 connection = null;
@@ -536,7 +542,8 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
         @Override
         public void readable() {
             // Data goes to a read that waits for it; the end of input is told reading or not (as epoll's EOF).
-            if (!inRead && !readScheduled && isActive() && (readPending || stream.inputEnded())) {
+            // Not before registration: the pipeline has no loop yet (doRegister looks again).
+            if (!inRead && !readScheduled && isActive() && isRegistered() && (readPending || stream.inputEnded())) {
                 readInbound();   // (a queued round reads it, in order, when one is queued)
             }
         }
