@@ -1,7 +1,5 @@
 package dev.jrdma.provider.tcp;
 
-import dev.jrdma.os.AddressSpace;
-
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -82,7 +80,8 @@ final class PayloadLanding {
     boolean place(long from, int count) {
         if (dest != 0 && enter()) {
             try {
-                MemorySegment.copy(AddressSpace.ALL, from, AddressSpace.ALL, dest, count);
+                MemorySegment.copy(MemorySegment.ofAddress(from).reinterpret(count), 0,
+                        MemorySegment.ofAddress(dest).reinterpret(count), 0, count);
             } finally {
                 exit();
             }
