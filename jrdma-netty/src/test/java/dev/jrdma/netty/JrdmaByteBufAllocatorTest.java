@@ -15,13 +15,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import java.io.ByteArrayOutputStream;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
@@ -131,43 +129,6 @@ class JrdmaByteBufAllocatorTest {
             empty.release();
             huge.release();
             heap.release();
-        }
-    }
-
-    /** Collects what a channel reads. */
-    private static final class Collector extends ChannelInboundHandlerAdapter {
-        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        final CompletableFuture<byte[]> all = new CompletableFuture<>();
-        final CompletableFuture<Void> inactive = new CompletableFuture<>();
-        final int expect;
-
-        Collector(int expect) {
-            this.expect = expect;
-        }
-
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            ByteBuf b = (ByteBuf) msg;
-            try {
-                byte[] a = new byte[b.readableBytes()];
-                b.readBytes(a);
-                bytes.writeBytes(a);
-                if (bytes.size() >= expect) {
-                    all.complete(bytes.toByteArray());
-                }
-            } finally {
-                b.release();
-            }
-        }
-
-        @Override
-        public void channelInactive(ChannelHandlerContext ctx) {
-            inactive.complete(null);
-        }
-
-        @Override
-        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            ctx.close();
         }
     }
 

@@ -20,7 +20,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
@@ -77,50 +76,6 @@ class JrdmaChannelTest {
                         ctx.writeAndFlush(msg);
                     }
                 }).bind(anyPort()).sync().channel();
-    }
-
-    /** Collects what a channel reads, and how it ended. */
-    private static final class Collector extends ChannelInboundHandlerAdapter {
-        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        final LinkedBlockingQueue<Object> events = new LinkedBlockingQueue<>();
-        final CompletableFuture<Throwable> caught = new CompletableFuture<>();
-        final CompletableFuture<Void> inactive = new CompletableFuture<>();
-        volatile int expect = Integer.MAX_VALUE;
-        final CompletableFuture<byte[]> all = new CompletableFuture<>();
-
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            ByteBuf b = (ByteBuf) msg;
-            try {
-                byte[] a = new byte[b.readableBytes()];
-                b.readBytes(a);
-                synchronized (bytes) {
-                    bytes.writeBytes(a);
-                    if (bytes.size() >= expect) {
-                        all.complete(bytes.toByteArray());
-                    }
-                }
-            } finally {
-                b.release();
-            }
-        }
-
-        @Override
-        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
-            events.add(evt);
-        }
-
-        @Override
-        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            caught.complete(cause);
-            ctx.close();
-        }
-
-        @Override
-        public void channelInactive(ChannelHandlerContext ctx) {
-            caught.complete(null);
-            inactive.complete(null);
-        }
     }
 
     private static Channel client(JrdmaEventLoopGroup g, InetSocketAddress to, Collector c) throws InterruptedException {
