@@ -144,6 +144,18 @@ final class ConnectionLife {
 
     // ---------------------------------------------------------------- connecting (IO thread 0)
 
+    /**
+     * On the connection's IO thread: from now on it polls the CQ. Not once the connection is
+     * released: a connect that failed on IO thread 0 before this task ran on the connection's
+     * own thread has destroyed the CQ, and a destroyed CQ polled or armed is a use after free
+     * in the provider (a SIGSEGV in ibv_req_notify_cq, seen with several Netty event loops).
+     */
+    private void addSource() {
+        if (!released.isDone()) {
+            io.add(source);
+        }
+    }
+
     /** Makes the CQ and the registered buffers; before the QP exists. */
     private void prepare(Device device, CompletionChannel channel) {
         ConnectionConfig config = connection.config();
@@ -162,9 +174,12 @@ final class ConnectionLife {
 
     /** Starts connecting through {@code cm}; a failure fails the connect. */
     void connect(Device device, CompletionChannel channel, ConnectionManager cm) {
+        if (released.isDone()) {
+            return;   // closed (and released) before this task ran: make nothing
+        }
         try {
             prepare(device, channel);
-            io.execute(() -> io.add(source));
+            io.execute(this::addSource);
             ConnectionConfig config = connection.config();
             endpoint = cm.connect(remoteAddress, cq, spec(device), Handshake.of(config).encode(),
                     (int) config.timeout().toMillis(), owner);
@@ -184,7 +199,7 @@ final class ConnectionLife {
             prepare(device, channel);
             request.accept(cq, spec(device), Handshake.of(connection.config()).encode(), owner);
             pendingPeer = peer;
-            io.execute(() -> io.add(source));
+            io.execute(this::addSource);
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "accepting a connection from " + remoteAddress + " failed", e);
             try {
@@ -270,7 +285,19 @@ final class ConnectionLife {
             state = ConnectionState.CLOSED;
             JrdmaEvents.connectionFailed(remoteAddress, connection.rdma().providerName(), true, e);
             connected.completeExceptionally(e);
-            release();
+            // The connection manager's events and the connect timer run on IO thread 0; the CQ,
+            // the source and the completion channel belong to the connection's IO thread, which
+            // may be another one, polling them at this moment: the release runs there, after the
+            // source's addSource task that connect() queued on it.
+            if (io.inThisThread()) {
+                release();
+            } else {
+                try {
+                    io.execute(this::release);
+                } catch (IllegalStateException stopped) {
+                    release();   // its thread has stopped (the Rdma is closing): nothing polls the CQ any more
+                }
+            }
         }
     }
 

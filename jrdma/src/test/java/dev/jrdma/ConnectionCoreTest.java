@@ -707,4 +707,45 @@ class ConnectionCoreTest {
         settle();
         assertEquals(2, h.calls.get());
     }
+
+    /**
+     * A connect runs on IO loop 0 (the connection manager's), the connection it makes on the loop
+     * it was given. A connect that failed at once there used to free the CQ on loop 0 while loop 1
+     * had yet to run the task that adds the CQ to what it polls: loop 1 then polled and armed a
+     * destroyed CQ (on verbs, a SIGSEGV in ibv_req_notify_cq under Netty's event loops). The loops
+     * are driven by the test, one pass at a time, so the order is the one that broke.
+     */
+    @Test
+    void aConnectFailingOnLoopZeroLeavesLoopOneNoDestroyedCompletionQueueToPoll() throws Exception {
+        rdma = null;   // closed here: the fake's queue pair checks of close() do not apply (no QP was made)
+        fake.connectFailure = new RdmaException("no route to 192.0.2.1 (the fake connection manager's refusal)");
+        try (Rdma r = Rdma.builder().provider(fake).ioLoops(2).clock(clock::get).build()) {
+            IoLoop zero = r.ioLoop(0), one = r.ioLoop(1);
+            CompletableFuture<Connection> f = r.connectAsync(new InetSocketAddress("192.0.2.1", 7471),
+                    ConnectionConfig.builder().timeout(TIMEOUT).build(), one);
+            zero.poll();   // the connect: a CQ made, its source handed to loop 1, the connection manager refuses
+            assertTrue(failureOf(f).getMessage().contains("no route to 192.0.2.1"), failureOf(f).getMessage());
+            assertEquals(1, fake.completionQueues.size());
+            one.poll();
+            one.poll();
+            assertEquals(0, fake.completionQueueUsesAfterClose.get(), "polls and arms of a destroyed CQ");
+            assertTrue(fake.completionQueues.get(0).closed, "the failed connect's CQ is destroyed (on loop 1)");
+        }
+        assertEquals(0, fake.completionQueueUsesAfterClose.get(), "polls and arms of a destroyed CQ");
+    }
+
+    /** A connection closed before IO loop 0 ran its connect task makes nothing when the task runs. */
+    @Test
+    void aConnectionClosedBeforeItsConnectRanMakesNoCompletionQueue() throws Exception {
+        rdma = null;
+        Rdma r = Rdma.builder().provider(fake).ioLoops(2).clock(clock::get).build();
+        CompletableFuture<Connection> f = r.connectAsync(new InetSocketAddress("192.0.2.1", 7471),
+                ConnectionConfig.builder().timeout(TIMEOUT).build(), r.ioLoop(1));
+        r.close();   // closes the connecting connection on loop 1 first, then runs loop 0's tasks
+        assertInstanceOf(ConnectionClosedException.class, failureOf(f));
+        for (FakeProvider.FakeCompletionQueue cq : fake.completionQueues) {
+            assertTrue(cq.closed, "a CQ made for a connection already closed was left open");
+        }
+        assertEquals(0, fake.completionQueueUsesAfterClose.get(), "polls and arms of a destroyed CQ");
+    }
 }

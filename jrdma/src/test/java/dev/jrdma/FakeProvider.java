@@ -42,6 +42,12 @@ final class FakeProvider implements Provider {
     final FakeDevice device = new FakeDevice();
     /** The queue pairs made, in order. */
     final LinkedBlockingQueue<FakeQueuePair> queuePairs = new LinkedBlockingQueue<>();
+    /** When set, the connection manager's connect throws it (a failure rdma_resolve_addr reports at once). */
+    volatile RuntimeException connectFailure;
+    /** Polls and arms of a completion queue after its close: a use after free on a real device. */
+    final AtomicInteger completionQueueUsesAfterClose = new AtomicInteger();
+    /** The completion queues made, in order. */
+    final java.util.List<FakeCompletionQueue> completionQueues = new java.util.concurrent.CopyOnWriteArrayList<>();
     /** The handshake the fake peer answers a connect with. */
     volatile ConnectionConfig peerConfig = ConnectionConfig.defaults();
 
@@ -146,7 +152,9 @@ final class FakeProvider implements Provider {
 
         @Override
         public CompletionQueue createCompletionQueue(int depth, CompletionChannel channel) {
-            return new FakeCompletionQueue();
+            FakeCompletionQueue cq = new FakeCompletionQueue(completionQueueUsesAfterClose);
+            completionQueues.add(cq);
+            return cq;
         }
 
         @Override
@@ -180,7 +188,12 @@ final class FakeProvider implements Provider {
     /** Completions the test queued, handed to the connection when its IO thread (or an INLINE poll) polls. */
     static final class FakeCompletionQueue implements CompletionQueue {
         private final ConcurrentLinkedQueue<long[]> queue = new ConcurrentLinkedQueue<>();
+        private final AtomicInteger usesAfterClose;
         volatile boolean closed;
+
+        FakeCompletionQueue(AtomicInteger usesAfterClose) {
+            this.usesAfterClose = usesAfterClose;
+        }
 
         void add(long wrId, int status, int opcode, int byteLen, int imm, boolean withImm) {
             queue.add(new long[] {wrId, status, opcode, byteLen, imm, withImm ? 1 : 0});
@@ -188,6 +201,9 @@ final class FakeProvider implements Provider {
 
         @Override
         public int poll(CompletionSink sink, int max) {
+            if (closed) {
+                usesAfterClose.incrementAndGet();
+            }
             int n = 0;
             long[] c;
             while (n < max && (c = queue.poll()) != null) {
@@ -199,6 +215,9 @@ final class FakeProvider implements Provider {
 
         @Override
         public void arm() {
+            if (closed) {
+                usesAfterClose.incrementAndGet();
+            }
         }
 
         @Override
@@ -224,6 +243,10 @@ final class FakeProvider implements Provider {
         @Override
         public CmEndpoint connect(InetSocketAddress remote, CompletionQueue cq, QueuePairSpec spec, byte[] privateData,
                                   int timeoutMs, QueuePairOwner owner) {
+            RuntimeException failure = connectFailure;
+            if (failure != null) {
+                throw failure;
+            }
             FakeQueuePair qp = new FakeQueuePair((FakeCompletionQueue) cq, spec, owner.postMonitor());
             FakeEndpoint endpoint = new FakeEndpoint(qp, remote);
             owner.onQueuePair(qp);

@@ -118,7 +118,10 @@ class PeerGroupVerbsTest {
         members.forEach(m -> cmd.add(m.getAddress().getHostAddress() + ":" + m.getPort()));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         try {
-            PeerGroup g = PeerGroup.join(rdma(env("JRDMA_VM_DEV0")), members, 0);
+            // Rank 1 is a cold JVM on the VM's emulated CPU: its start and join took more than
+            // the default 60 s in a CI run. Rank 0 waits as long as the child member does (180 s).
+            PeerGroup g = PeerGroup.join(rdma(env("JRDMA_VM_DEV0")), members, 0,
+                    GroupConfig.defaults().withJoinTimeout(GroupMemberMain.config().joinTimeout()));
             groups.add(g);
             g.barrierSync();
             BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));

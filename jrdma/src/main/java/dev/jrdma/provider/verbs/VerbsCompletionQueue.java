@@ -19,6 +19,11 @@ final class VerbsCompletionQueue implements CompletionQueue {
     private final MemorySegment notifyFn;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment wcs = arena.allocate(IbvWc.LAYOUT, BATCH);
+    /**
+     * Set by {@link #close}, on the thread that polls: the {@code ibv_cq} is freed then, and a
+     * poll or an arm after that must fail here rather than hand libibverbs a freed pointer.
+     */
+    private boolean destroyed;
 
     VerbsCompletionQueue(MemorySegment cq, MemorySegment context) {
         this.cq = cq;
@@ -28,6 +33,9 @@ final class VerbsCompletionQueue implements CompletionQueue {
 
     @Override
     public int poll(CompletionSink sink, int max) {
+        if (destroyed) {
+            throw new IllegalStateException("poll of a destroyed completion queue");
+        }
         int n = LibIbverbs.pollCq(pollFn, cq, Math.min(max, BATCH), wcs);
         if (n < 0) {
             throw new RdmaException("ibv_poll_cq failed (" + n + "): the CQ overran or the device failed");
@@ -43,6 +51,9 @@ final class VerbsCompletionQueue implements CompletionQueue {
 
     @Override
     public void arm() {
+        if (destroyed) {
+            throw new IllegalStateException("ibv_req_notify_cq on a destroyed completion queue");
+        }
         int rc = LibIbverbs.reqNotifyCq(notifyFn, cq, false);
         if (rc != 0) {
             throw Errno.failure("ibv_req_notify_cq", rc, null);
@@ -51,6 +62,10 @@ final class VerbsCompletionQueue implements CompletionQueue {
 
     @Override
     public void close() {
+        if (destroyed) {
+            return;
+        }
+        destroyed = true;
         LibIbverbs.destroyCq(cq);
         arena.close();
     }
