@@ -304,7 +304,9 @@ public final class Connection implements AutoCloseable {
 
     /**
      * Sets a callback for every received message (SEND, or WRITE_WITH_IMM notice), on the IO
-     * thread; the message is closed when it returns. Messages that arrived before are handed to it
+     * thread; the message is closed when it returns, and the same {@link Message} object may carry
+     * the next message to the next call (the receive path makes no object per message): keep its
+     * bytes or immediate value, not the message. Messages that arrived before are handed to it
      * first. With a callback set, {@link #receive()} is not for use; {@code null} takes the
      * callback away, and messages that arrive from then on go to {@link #receive()} again.
      *

@@ -6,16 +6,18 @@ import java.util.OptionalInt;
 /**
  * A received message (a SEND, or the notice of a WRITE_WITH_IMM) in a pooled receive buffer.
  * {@link #data()} is valid until {@link #close()}, which gives the buffer back to be posted
- * again. In callback mode ({@link Connection#onReceive}) it is closed when the callback returns.
+ * again. In callback mode ({@link Connection#onReceive}) it is closed when the callback returns,
+ * and the object itself may be handed to the next callback for the next message (no object per
+ * message on the receive path): keep what it holds (bytes, immediate value), not the message.
  */
 public final class Message implements AutoCloseable {
     private final Connection connection;
-    private final int buffer;
-    private final MemorySegment data;
-    private final boolean hasImm;
-    private final int imm;
-    private final int byteCount;
-    private final boolean write;
+    private int buffer;
+    private MemorySegment data;
+    private boolean hasImm;
+    private int imm;
+    private int byteCount;
+    private boolean write;
     private boolean closed;
 
     Message(Connection connection, int buffer, MemorySegment data, int byteCount, boolean hasImm, int imm, boolean write) {
@@ -26,6 +28,18 @@ public final class Message implements AutoCloseable {
         this.hasImm = hasImm;
         this.imm = imm;
         this.write = write;
+    }
+
+    /** The next message, in this object again (callback mode: this one was closed when its callback returned). */
+    Message reuse(int buffer, MemorySegment data, int byteCount, boolean hasImm, int imm, boolean write) {
+        this.buffer = buffer;
+        this.data = data;
+        this.byteCount = byteCount;
+        this.hasImm = hasImm;
+        this.imm = imm;
+        this.write = write;
+        this.closed = false;
+        return this;
     }
 
     /** {@return the bytes of a SEND; empty for a WRITE_WITH_IMM (its bytes went to the written region)} */

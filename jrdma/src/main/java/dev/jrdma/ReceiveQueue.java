@@ -49,6 +49,12 @@ final class ReceiveQueue {
     private final ArrayDeque<Message> undelivered = new ArrayDeque<>();
     private final ArrayDeque<CompletableFuture<Message>> waiting = new ArrayDeque<>();
     private volatile BiConsumer<Connection, Message> onReceive;
+    /** The message object callbacks are handed, reused message after message (on the IO thread). */
+    private Message reusable;
+    /** A callback holds {@link #reusable}: a delivery meanwhile takes a new object. */
+    private boolean lending;
+    /** Per receive buffer, the view of its last message (see {@link #view}); on the IO thread. */
+    private MemorySegment[] views;
 
     ReceiveQueue(Connection connection, ConnectionLife life, Object postLock, ConnectionConfig config,
                  ConnectionCounters counters) {
@@ -114,17 +120,51 @@ final class ReceiveQueue {
         }
         boolean write = opcode == WorkCompletion.OP_RECV_RDMA_WITH_IMM;
         counters.received(write ? 0 : byteLen);
-        MemorySegment data = registration.memory().asSlice((long) buffer * bufferSize, write ? 0 : byteLen);
+        MemorySegment data = view(buffer, write ? 0 : byteLen);
         if (confined) {
             lent.setPlain(lent.getPlain() + 1);
         } else {
             lent.incrementAndGet();
         }
-        deliver(new Message(connection, buffer, data, byteLen, withImm, imm, write));
+        BiConsumer<Connection, Message> cb = onReceive;
+        if (cb != null && !lending) {
+            // A callback's message is closed when it returns: the next one can be the same object.
+            Message m = reusable == null ? reusable = new Message(connection, buffer, data, byteLen, withImm, imm, write)
+                    : reusable.reuse(buffer, data, byteLen, withImm, imm, write);
+            lending = true;
+            try {
+                deliver(m, cb);
+            } finally {
+                lending = false;
+            }
+        } else {
+            // Kept for receive(); or delivered while a callback holds the reused object, which
+            // cannot happen today (passes do not nest), and must not hand it over twice if it did.
+            deliver(new Message(connection, buffer, data, byteLen, withImm, imm, write), cb);
+        }
+    }
+
+    /**
+     * Buffer {@code buffer}'s first {@code length} bytes: the view made for its last message when
+     * that had the same length (no slice per message when sizes repeat), else a new one.
+     */
+    private MemorySegment view(int buffer, int length) {
+        MemorySegment[] v = views;
+        if (v == null) {
+            views = v = new MemorySegment[depth];
+        }
+        MemorySegment d = v[buffer];
+        if (d == null || d.byteSize() != length) {
+            v[buffer] = d = registration.memory().asSlice((long) buffer * bufferSize, length);
+        }
+        return d;
     }
 
     private void deliver(Message m) {
-        BiConsumer<Connection, Message> cb = onReceive;
+        deliver(m, onReceive);
+    }
+
+    private void deliver(Message m, BiConsumer<Connection, Message> cb) {
         if (cb != null) {
             try (m) {
                 cb.accept(connection.handle(), m);

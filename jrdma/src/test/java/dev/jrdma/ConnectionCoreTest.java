@@ -431,6 +431,48 @@ class ConnectionCoreTest {
     }
 
     @Test
+    void aCallbackIsHandedOneMessageObjectAgainEachWithItsOwnBytesAndClosedWhenTheCallbackReturned() throws Exception {
+        open();
+        List<Message> handed = new java.util.ArrayList<>();
+        List<String> bytes = new java.util.ArrayList<>();
+        c.onReceive((conn, m) -> {
+            handed.add(m);
+            bytes.add(new String(m.data().toArray(ValueLayout.JAVA_BYTE)));
+        });
+        for (String s : List.of("first", "second, longer", "third")) {   // more than the 2 receive buffers
+            qp.deliver(s.getBytes());
+            settle();
+        }
+        assertEquals(List.of("first", "second, longer", "third"), bytes, "each message its own bytes, its own length");
+        assertEquals(3, handed.size());
+        assertSame(handed.get(0), handed.get(1), "no message object per message");
+        assertSame(handed.get(1), handed.get(2));
+        IllegalStateException kept = assertThrows(IllegalStateException.class, () -> handed.get(0).data(),
+                "a message kept past its callback is closed");
+        assertTrue(kept.getMessage().contains("closed"), kept.getMessage());
+    }
+
+    @Test
+    void aMessageArrivingWhileACallbackRunsIsHandedOverAfterItReturnedSoTheReusedObjectIsNeverInTwoPlaces() throws Exception {
+        open();
+        List<String> bytes = new java.util.ArrayList<>();
+        List<Integer> handedDuringFirst = new java.util.ArrayList<>();
+        c.onReceive((conn, m) -> {
+            bytes.add(new String(m.data().toArray(ValueLayout.JAVA_BYTE)));
+            if (bytes.size() == 1) {
+                qp.deliver("inner".getBytes());
+                settle();   // from inside a pass: passes do not nest, nothing is delivered now
+                handedDuringFirst.add(bytes.size());
+                bytes.add("outer still reads " + new String(m.data().toArray(ValueLayout.JAVA_BYTE)));
+            }
+        });
+        qp.deliver("outer".getBytes());
+        settle();
+        assertEquals(List.of(1), handedDuringFirst, "nothing was handed over while the first callback ran");
+        assertEquals(List.of("outer", "outer still reads outer", "inner"), bytes);
+    }
+
+    @Test
     void onErrorOperationsGoUnsignaledExceptOneInEachRunAndReportNothingWhenTheySucceed() throws Exception {
         open(16);   // one signaled in every 16 / 4
         LocalRegion a = rdma.allocate(64);

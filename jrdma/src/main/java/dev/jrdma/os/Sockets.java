@@ -10,6 +10,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.net.InetSocketAddress;
 
@@ -36,6 +37,8 @@ public final class Sockets {
     public static final long EPOLL_EVENT_SIZE = "amd64".equals(System.getProperty("os.arch"))
             || "x86_64".equals(System.getProperty("os.arch")) ? 12 : 16;
     private static final long EPOLL_DATA_OFFSET = EPOLL_EVENT_SIZE == 12 ? 4 : 8;
+    /** epoll_event's data (packed: 4-byte aligned), a constant: a layout made per call is an object per call. */
+    private static final ValueLayout.OfLong EPOLL_DATA = JAVA_LONG.withByteAlignment(4);
     /** {@code struct iovec}: base pointer, length. */
     public static final long IOVEC_SIZE = 16;
     /** {@code struct msghdr} on LP64: name, namelen, iov, iovlen, control, controllen, flags. */
@@ -247,7 +250,7 @@ public final class Sockets {
     /** {@code epoll_ctl(epfd, op, fd, {events, data = fd})}; returns 0 or the errno. */
     public static int epollCtl(int epfd, int op, int fd, int events, MemorySegment eventBuf) {
         eventBuf.set(JAVA_INT, 0, events);
-        eventBuf.set(JAVA_LONG.withByteAlignment(4), EPOLL_DATA_OFFSET, fd);
+        eventBuf.set(EPOLL_DATA, EPOLL_DATA_OFFSET, fd);
         try {
             if ((int) EPOLL_CTL.invokeExact(Errno.capture(), epfd, op, fd, eventBuf) < 0) {
                 return Errno.last();
@@ -276,7 +279,7 @@ public final class Sockets {
 
     /** The fd (data) of ready event {@code index}. */
     public static int epollEventFd(MemorySegment events, int index) {
-        return (int) events.get(JAVA_LONG.withByteAlignment(4), index * EPOLL_EVENT_SIZE + EPOLL_DATA_OFFSET);
+        return (int) events.get(EPOLL_DATA, index * EPOLL_EVENT_SIZE + EPOLL_DATA_OFFSET);
     }
 
     /** The event bits of ready event {@code index}. */

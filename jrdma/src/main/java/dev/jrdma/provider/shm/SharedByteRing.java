@@ -1,5 +1,6 @@
 package dev.jrdma.provider.shm;
 
+import dev.jrdma.os.AddressSpace;
 import dev.jrdma.provider.tcp.FrameRing;
 
 import java.lang.foreign.MemorySegment;
@@ -66,10 +67,9 @@ public final class SharedByteRing implements FrameRing {
         }
         long off = Math.floorMod(at, capacity);   // positions are the peer's to write: never a negative offset
         long first = Math.min(n, capacity - off);
-        MemorySegment src = MemorySegment.ofAddress(address).reinterpret(n);
-        MemorySegment.copy(src, 0, ring, HEADER + off, first);
+        MemorySegment.copy(AddressSpace.ALL, address, ring, HEADER + off, first);
         if (n > first) {
-            MemorySegment.copy(src, first, ring, HEADER, n - first);
+            MemorySegment.copy(AddressSpace.ALL, address + first, ring, HEADER, n - first);
         }
         return n;
     }
@@ -119,10 +119,9 @@ public final class SharedByteRing implements FrameRing {
         long n = Math.min(avail, length);
         long off = Math.floorMod(consumed, capacity);
         long first = Math.min(n, capacity - off);
-        MemorySegment dst = MemorySegment.ofAddress(address).reinterpret(n);
-        MemorySegment.copy(ring, HEADER + off, dst, 0, first);
+        MemorySegment.copy(ring, HEADER + off, AddressSpace.ALL, address, first);
         if (n > first) {
-            MemorySegment.copy(ring, HEADER, dst, first, n - first);
+            MemorySegment.copy(ring, HEADER, AddressSpace.ALL, address + first, n - first);
         }
         LONG.setRelease(ring, CONSUMED, consumed + n);
         return n;

@@ -1,5 +1,7 @@
 package dev.jrdma.provider.tcp;
 
+import dev.jrdma.os.AddressSpace;
+
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -80,8 +82,7 @@ final class PayloadLanding {
     boolean place(long from, int count) {
         if (dest != 0 && enter()) {
             try {
-                MemorySegment.copy(MemorySegment.ofAddress(from).reinterpret(count), 0,
-                        MemorySegment.ofAddress(dest).reinterpret(count), 0, count);
+                MemorySegment.copy(AddressSpace.ALL, from, AddressSpace.ALL, dest, count);
             } finally {
                 exit();
             }

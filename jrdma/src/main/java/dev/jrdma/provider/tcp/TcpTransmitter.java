@@ -1,5 +1,6 @@
 package dev.jrdma.provider.tcp;
 
+import dev.jrdma.os.AddressSpace;
 import dev.jrdma.os.Sockets;
 import dev.jrdma.os.Errno;
 
@@ -320,7 +321,7 @@ final class TcpTransmitter implements AutoCloseable {
             return;
         }
         compactBacklog(count);
-        MemorySegment.copy(MemorySegment.ofAddress(from).reinterpret(count), 0, backlog, backlogEnd, count);
+        MemorySegment.copy(AddressSpace.ALL, from, backlog, backlogEnd, count);
         backlogEnd += count;
         int last = (pieceFirst + pieceCount - 1) % MAX_PIECES;
         if (pieceCount > 0 && pieceAddress[last] < 0) {

@@ -11,6 +11,7 @@ import dev.jrdma.provider.verbs.ffi.IbvContext;
 import dev.jrdma.provider.verbs.ffi.IbvDeviceAttrEx;
 import dev.jrdma.provider.verbs.ffi.IbvMr;
 import dev.jrdma.provider.verbs.ffi.IbvQp;
+import dev.jrdma.os.AddressSpace;
 import dev.jrdma.os.LibC;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
 import dev.jrdma.provider.verbs.ffi.LibRdmacm;
@@ -183,8 +184,7 @@ final class VerbsDevice implements Device {
             throw new UnsupportedCapabilityException("implicit on-demand paging", name(),
                     "the device reports no IBV_ODP_SUPPORT_IMPLICIT in odp_caps.general_caps");
         }
-        MemorySegment everything = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
-        return new VerbsMemoryRegistration(LibIbverbs.regMrImplicitOnDemand(pd, access), everything, access);
+        return new VerbsMemoryRegistration(LibIbverbs.regMrImplicitOnDemand(pd, access), AddressSpace.ALL, access);
     }
 
     @Override
