@@ -86,8 +86,13 @@ public final class JrdmaEventLoop extends SingleThreadEventLoop {
         boolean idle = false;
         for (;;) {
             try {
+                long ioStart = System.nanoTime();
                 int work = io.poll();
-                boolean ran = runAllTasks();
+                // Netty's tasks get as long as the jrdma pass took (epoll's default ioRatio of 50),
+                // or Netty's smallest batch (64 tasks) after a pass without work: a task that
+                // queues itself again (a handler reading or writing in a loop) must not keep the
+                // loop from polling jrdma, as an unbounded runAllTasks() would.
+                boolean ran = runAllTasks(work > 0 ? System.nanoTime() - ioStart : 0);
                 if (work > 0 || ran) {
                     idle = false;
                 } else if (!idle) {

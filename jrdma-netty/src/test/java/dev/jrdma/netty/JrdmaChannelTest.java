@@ -109,6 +109,39 @@ class JrdmaChannelTest {
         server.close().sync();
     }
 
+    /**
+     * A task that queues itself again on the loop (as a handler that reads or writes in a loop
+     * does) must not keep the loop from polling jrdma: the echo of a write made before it comes
+     * back while the task is still at it. The loop runs the client and the echo server both.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void aTaskThatQueuesItselfAgainDoesNotStopTheLoopPollingItsChannels(String provider) throws Exception {
+        JrdmaEventLoopGroup g = groups.open(provider, 1);
+        Channel server = echoServer(g);
+        Collector got = new Collector(5);
+        Channel ch = client(g, (InetSocketAddress) server.localAddress(), got);
+        int limit = 5_000_000;
+        AtomicInteger runs = new AtomicInteger();
+        Runnable again = new Runnable() {
+            @Override
+            public void run() {
+                if (!got.all.isDone() && runs.incrementAndGet() < limit) {
+                    ch.eventLoop().execute(this);
+                }
+            }
+        };
+        ch.eventLoop().execute(() -> {
+            ch.writeAndFlush(Unpooled.copiedBuffer("hello", StandardCharsets.US_ASCII));
+            ch.eventLoop().execute(again);
+        });
+        assertArrayEquals("hello".getBytes(StandardCharsets.US_ASCII), got.all.get(T, TimeUnit.SECONDS));
+        assertTrue(runs.get() < limit, "the echo came back only after the task had run " + runs.get()
+                + " times and stopped: the loop did not poll its channels in between");
+        ch.close().sync();
+        server.close().sync();
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "shm"})
     void halfClosureEndsTheInputAfterTheDataAndTheOtherWayStaysOpen(String provider) throws Exception {
