@@ -142,6 +142,21 @@ class JrdmaChannelTest {
         server.close().sync();
     }
 
+    /** A group shut down with its channels open (a server, a client, the server's child) closes them and ends. */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void aGroupShutDownWithItsChannelsOpenClosesThemAndEnds(String provider) throws Exception {
+        JrdmaEventLoopGroup g = group(provider);
+        Channel server = echoServer(g);
+        Collector got = new Collector(2);
+        Channel ch = client(g, (InetSocketAddress) server.localAddress(), got);
+        ch.writeAndFlush(Unpooled.copiedBuffer("hi", StandardCharsets.US_ASCII));
+        got.all.get(T, TimeUnit.SECONDS);
+        groups.shutDownAll(T);
+        assertFalse(ch.isOpen(), "the client channel is closed");
+        assertFalse(server.isOpen(), "the server channel is closed");
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "shm"})
     void halfClosureEndsTheInputAfterTheDataAndTheOtherWayStaysOpen(String provider) throws Exception {

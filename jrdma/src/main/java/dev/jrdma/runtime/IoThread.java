@@ -68,6 +68,8 @@ public final class IoThread implements AutoCloseable {
     private final boolean driven;
     /** Driven: the thread bound to drive it ({@link #bind}); null while none is. */
     private volatile Thread boundDriver;
+    /** How often {@link #await} looks whether a bound driver has gone. */
+    private static final long UNBIND_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     /** The only thread that may poll and post, when confined; else null. */
     private final Thread owner;
     /**
@@ -337,11 +339,25 @@ public final class IoThread implements AutoCloseable {
      */
     public <T> T await(CompletableFuture<T> f, long timeoutNanos)
             throws InterruptedException, java.util.concurrent.ExecutionException, java.util.concurrent.TimeoutException {
-        if (!drivenByCaller()) {
-            return f.get(timeoutNanos, TimeUnit.NANOSECONDS);   // its own thread, or the bound driver, does the work
+        if (!inline) {
+            return f.get(timeoutNanos, TimeUnit.NANOSECONDS);   // its own thread does the work
         }
         long deadline = System.nanoTime() + timeoutNanos;
         while (!f.isDone()) {
+            if (!drivenByCaller()) {
+                // Its bound driver does the work, unless that driver unbinds meanwhile (a Netty
+                // event loop that ends while another loop waits on this one, as a group shuts
+                // down): then nobody would, and the caller drives it. Look again every 10 ms.
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new java.util.concurrent.TimeoutException();
+                }
+                try {
+                    return f.get(Math.min(left, UNBIND_CHECK_NANOS), TimeUnit.NANOSECONDS);
+                } catch (java.util.concurrent.TimeoutException notYet) {
+                    continue;
+                }
+            }
             if (poll() == 0) {
                 Thread.onSpinWait();
             }
