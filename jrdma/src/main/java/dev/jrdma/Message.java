@@ -22,12 +22,7 @@ public final class Message implements AutoCloseable {
 
     Message(Connection connection, int buffer, MemorySegment data, int byteCount, boolean hasImm, int imm, boolean write) {
         this.connection = connection;
-        this.buffer = buffer;
-        this.data = data;
-        this.byteCount = byteCount;
-        this.hasImm = hasImm;
-        this.imm = imm;
-        this.write = write;
+        reuse(buffer, data, byteCount, hasImm, imm, write);
     }
 
     /** The next message, in this object again (callback mode: this one was closed when its callback returned). */
