@@ -162,7 +162,8 @@ public final class Connection implements AutoCloseable {
         return new QueuePairInfo(q.qpNum(), QueuePair.stateName(closed ? QueuePair.STATE_ERR : q.queryState()),
                 g.sendDepth(), g.recvDepth(), g.maxInlineData(), g.initiatorDepth(), g.responderResources(),
                 retry >= 0 ? retry : g.retryCount(), rnr >= 0 ? rnr : g.rnrRetry(), closed ? -1 : q.queryAckTimeout(),
-                closed ? -1 : q.queryMinRnrTimer());
+                closed ? -1 : q.queryMinRnrTimer(), closed ? -1 : q.queryTrafficClass(), closed ? -1 : q.queryServiceLevel(),
+                closed ? -1 : q.queryFlowLabel());
     }
 
     /**

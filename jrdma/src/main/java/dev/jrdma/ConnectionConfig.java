@@ -27,6 +27,7 @@ public final class ConnectionConfig {
     private final int rnrRetry;
     private final int ackTimeout;
     private final int minRnrTimer;
+    private final int trafficClass;
     private final byte[] privateData;
     private final byte[] authToken;
     private final ReconnectPolicy reconnect;
@@ -43,6 +44,7 @@ public final class ConnectionConfig {
         rnrRetry = b.rnrRetry;
         ackTimeout = b.ackTimeout;
         minRnrTimer = b.minRnrTimer;
+        trafficClass = b.trafficClass;
         privateData = b.privateData.clone();
         authToken = b.authToken.clone();
         reconnect = b.reconnect;
@@ -85,6 +87,7 @@ public final class ConnectionConfig {
         b.rnrRetry = rnrRetry;
         b.ackTimeout = ackTimeout;
         b.minRnrTimer = minRnrTimer;
+        b.trafficClass = trafficClass;
         b.privateData = privateData.clone();
         b.authToken = authToken.clone();
         b.reconnect = reconnect;
@@ -185,6 +188,27 @@ public final class ConnectionConfig {
     }
 
     /**
+     * The traffic class of the connection's packets: the IPv4 TOS byte or the IPv6 traffic class,
+     * that is the DSCP in its upper six bits and ECN in the lower two (DSCP 26, AF31, is 104, and
+     * DSCP 46, EF, is 184). On RoCE it is what the switches' QoS and PFC classify on, the lossless
+     * class of a RoCE network included; -1 (the default) leaves the system's (rdma_cm's per-port
+     * default, 0 unless set in its configfs; a socket's 0).
+     *
+     * <p>Who applies it: on verbs, the side that connects. rdma_cm sets it on the connection's
+     * path ({@code RDMA_OPTION_ID_TOS}) and the connection request carries it, so the accepting
+     * side's queue pair uses the client's class too, whatever its own config says. On rxe and RoCE
+     * NICs rdma_cm also derives the service level from it (the netdev's priority map). On tcp each
+     * side marks the packets it sends with its own config's class ({@code IP_TOS} / {@code
+     * IPV6_TCLASS}); shm moves data through shared memory, and the class marks only the socket that
+     * sets it up. {@link Connection#queuePair()} reports the class each queue pair applies.
+     *
+     * @return the traffic class, 0 to 255, or -1 for the system's
+     */
+    public int trafficClass() {
+        return trafficClass;
+    }
+
+    /**
      * {@return Application bytes sent with the connection request (the peer sees them in its accept
      * callback)}
      */
@@ -259,7 +283,8 @@ public final class ConnectionConfig {
                 + ", receiveBufferSize=" + receiveBufferSize + ", maxInlineData=" + maxInlineData + ", maxRdAtomic="
                 + (maxRdAtomic < 0 ? "device" : maxRdAtomic) + ", timeout=" + timeout + ", retryCount=" + retryCount
                 + ", rnrRetry=" + rnrRetry + ", ackTimeout=" + (ackTimeout < 0 ? "cm" : ackTimeout)
-                + ", minRnrTimer=" + (minRnrTimer < 0 ? "cm" : minRnrTimer) + ", privateData="
+                + ", minRnrTimer=" + (minRnrTimer < 0 ? "cm" : minRnrTimer)
+                + (trafficClass < 0 ? "" : ", trafficClass=" + trafficClass) + ", privateData="
                 + privateData.length + " bytes, authToken="
                 + (authToken.length == 0 ? "none" : authToken.length + " bytes")
                 + (reconnect.reconnects() ? ", reconnect=" + reconnect : "") + "]";
@@ -277,6 +302,7 @@ public final class ConnectionConfig {
         private int rnrRetry = 6;
         private int ackTimeout = -1;
         private int minRnrTimer = -1;
+        private int trafficClass = -1;
         private byte[] privateData = new byte[0];
         private byte[] authToken = new byte[0];
         private ReconnectPolicy reconnect = ReconnectPolicy.NEVER;
@@ -416,6 +442,18 @@ public final class ConnectionConfig {
          */
         public Builder minRnrTimer(int code) {
             minRnrTimer = range("minRnrTimer", code, -1, 31);
+            return this;
+        }
+
+        /**
+         * The traffic class (DSCP &lt;&lt; 2 | ECN), 0 to 255, or -1 for the system's (see {@link
+         * ConnectionConfig#trafficClass()}). Default -1.
+         *
+         * @param tos the IPv4 TOS / IPv6 traffic class byte, or -1
+         * @return this builder
+         */
+        public Builder trafficClass(int tos) {
+            trafficClass = range("trafficClass", tos, -1, 255);
             return this;
         }
 

@@ -169,7 +169,8 @@ final class ConnectionLife {
         int rd = config.rdAtomicFor(device.capabilities());
         // One send-queue entry more than the slots: the teardown's marker (SendQueue.postMarker).
         return new QueuePairSpec(config.sendQueueDepth() + 1, config.receiveQueueDepth(), 1, 1, config.maxInlineData(),
-                rd, rd, config.retryCount(), config.rnrRetry(), config.ackTimeout(), config.minRnrTimer());
+                rd, rd, config.retryCount(), config.rnrRetry(), config.ackTimeout(), config.minRnrTimer(),
+                config.trafficClass());
     }
 
     /** Starts connecting through {@code cm}; a failure fails the connect. */

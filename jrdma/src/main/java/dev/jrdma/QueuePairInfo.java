@@ -23,10 +23,20 @@ import java.time.Duration;
  *                    where the transport has no such setting (tcp, shm) or the QP is gone.
  * @param minRnrTimer the RNR delay this side asks senders to wait, IB encoding (12: 0.64 ms, 0:
  *                    655.36 ms) as the device reports it; -1 as for ackTimeout.
+ * @param trafficClass the traffic class (IPv4 TOS / IPv6 traffic class byte: DSCP &lt;&lt; 2 | ECN)
+ *                    the queue pair's packets carry: on verbs the address vector's as the device
+ *                    reports it (the client's {@link ConnectionConfig#trafficClass()} on both
+ *                    sides), on tcp and shm what this side's socket sends with; -1 when the QP is
+ *                    gone.
+ * @param serviceLevel the service level of the address vector as the device reports it (on RoCE
+ *                    rdma_cm derives it from the traffic class); -1 on tcp and shm, or when the QP
+ *                    is gone.
+ * @param flowLabel   the GRH flow label (20 bits) of the address vector as the device reports it;
+ *                    -1 as for serviceLevel.
  */
 public record QueuePairInfo(int qpNumber, String state, int sendQueueDepth, int receiveQueueDepth, int maxInlineData,
                             int rdAtomicOut, int rdAtomicIn, int retryCount, int rnrRetry, int ackTimeout,
-                            int minRnrTimer) {
+                            int minRnrTimer, int trafficClass, int serviceLevel, int flowLabel) {
 
     /**
      * {@link #ackTimeout()} as a duration; null when there is none (-1) or it is infinite (0).

@@ -86,10 +86,10 @@ class ApiValuesTest {
         assertEquals(12, rnr.toBuilder().minRnrTimer(12).build().minRnrTimer());
         assertEquals("minRnrTimer must be in -1..31, not 32", assertThrows(IllegalArgumentException.class,
                 () -> ConnectionConfig.builder().minRnrTimer(32)).getMessage());
-        QueuePairInfo info = new QueuePairInfo(1, "RTS", 128, 64, 0, 16, 16, 7, 6, 14, 12);
+        QueuePairInfo info = new QueuePairInfo(1, "RTS", 128, 64, 0, 16, 16, 7, 6, 14, 12, -1, -1, -1);
         assertEquals(Duration.ofNanos(67_108_864), info.ackTimeoutDuration(), "4.096 us x 2^14");
-        assertNull(new QueuePairInfo(1, "RTS", 128, 64, 0, 16, 16, 7, 6, -1, -1).ackTimeoutDuration());
-        assertNull(new QueuePairInfo(1, "RTS", 128, 64, 0, 16, 16, 7, 6, 0, 0).ackTimeoutDuration());
+        assertNull(new QueuePairInfo(1, "RTS", 128, 64, 0, 16, 16, 7, 6, -1, -1, -1, -1, -1).ackTimeoutDuration());
+        assertNull(new QueuePairInfo(1, "RTS", 128, 64, 0, 16, 16, 7, 6, 0, 0, -1, -1, -1).ackTimeoutDuration());
     }
 
     @Test

@@ -89,6 +89,39 @@ abstract class RdmaApiConformance {
         }
     }
 
+    /**
+     * The traffic class each queue pair's packets carry: on verbs the client's, on both sides (rdma_cm
+     * sets it on the client's path and the connection request carries it to the server's QP); on
+     * tcp and shm each side's own socket's. Without one, the system's: 0 here.
+     */
+    @Test
+    void trafficClassIsAppliedToTheQueuePair() throws Exception {
+        ConnectionConfig server = ConnectionConfig.builder().trafficClass(184).build();   // DSCP 46, EF
+        ConnectionConfig client = ConnectionConfig.builder().trafficClass(104).build();   // DSCP 26, AF31
+        try (TestPair p = TestPair.open(transport(), CompletionMode.POLLING, server, client)) {
+            Connection serverSide = p.accepted().poll(T, TimeUnit.SECONDS);
+            assertNotNull(serverSide, "the server accepted");
+            QueuePairInfo c = p.conn().queuePair(), s = serverSide.queuePair();
+            assertEquals(104, c.trafficClass(), "client QP: " + c);
+            assertEquals(transport().isVerbs() ? 104 : 184, s.trafficClass(), "server QP: " + s);
+            if (transport().isVerbs()) {
+                assertTrue(c.serviceLevel() >= 0 && c.serviceLevel() <= 15, "the device's service level: " + c);
+                assertTrue(c.flowLabel() >= 0 && c.flowLabel() <= 0xFFFFF, "the device's flow label: " + c);
+            } else {
+                assertEquals(-1, c.serviceLevel(), "no service level on " + transport() + ": " + c);
+                assertEquals(-1, c.flowLabel(), "no flow label on " + transport() + ": " + c);
+            }
+            LocalRegion buf = p.client().allocate(64);
+            p.conn().write(buf, p.remote().slice(0, 64)).get(T, TimeUnit.SECONDS);   // the class does not stop the data
+        }
+        try (TestPair p = TestPair.open(transport(), CompletionMode.POLLING)) {
+            assertEquals(0, p.conn().queuePair().trafficClass(), "the system's class: " + p.conn().queuePair());
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ConnectionConfig.builder().trafficClass(256));
+        assertEquals("trafficClass must be in -1..255, not 256", e.getMessage());
+    }
+
     @ParameterizedTest
     @EnumSource(CompletionMode.class)
     void sendIsEchoedWithImmediate(CompletionMode mode) throws Exception {

@@ -25,6 +25,18 @@ final class VerbsTestAddresses {
         return new InetSocketAddress(env("JRDMA_VERBS_SERVER_IP", "JRDMA_VM_IP0"), nextPort++);
     }
 
+    /**
+     * An address on the server device's IPv6 RoCE v2 GID (JRDMA_VERBS_SERVER_IP6, or the VM's
+     * JRDMA_VM_IP6_0), with a port of its own.
+     */
+    static synchronized InetSocketAddress nextServerAddress6() {
+        String error = System.getenv("JRDMA_VM_IP6_ERROR");
+        if (System.getenv("JRDMA_VERBS_SERVER_IP6") == null && error != null) {
+            fail("the Soft-RoCE VM could not set up IPv6: " + error);
+        }
+        return new InetSocketAddress(env("JRDMA_VERBS_SERVER_IP6", "JRDMA_VM_IP6_0"), nextPort++);
+    }
+
     private static String env(String name, String vmName) {
         String v = System.getenv(name);
         if (v == null || v.isBlank()) {

@@ -2,6 +2,7 @@ package dev.jrdma.cli;
 
 import dev.jrdma.ProviderStatus;
 import dev.jrdma.Rdma;
+import dev.jrdma.device.Capability;
 import dev.jrdma.device.DeviceInfo;
 import dev.jrdma.device.GidInfo;
 import dev.jrdma.device.PortInfo;
@@ -106,6 +107,10 @@ final class DevicesCommand {
         return (bytes == 0 ? "invalid MTU" : Integer.toString(bytes)) + " (" + mtu + ")";
     }
 
+    private static String names(java.util.Set<Capability> set) {
+        return set.isEmpty() ? "none" : String.join(" ", set.stream().map(c -> c.name().toLowerCase(java.util.Locale.ROOT)).toList());
+    }
+
     private static String yesNo(boolean b) {
         return b ? "yes" : "no";
     }
@@ -139,6 +144,7 @@ final class DevicesCommand {
             out.println("\tmax_qp_init_rd_atom:\t\t" + d.maxQpInitRdAtom());
             out.println("\tatomic_cap:\t\t\t" + d.atomicCapName() + " (" + d.atomicCap() + ")");
             out.println("\tmax_mw:\t\t\t\t" + d.maxMw());
+            out.println("\tmax_mcast_grp:\t\t\t" + d.maxMcastGrp());
             out.println("\tmax_ah:\t\t\t\t" + d.maxAh());
             out.println("\tmax_srq:\t\t\t" + d.maxSrq());
             if (d.maxSrq() > 0) {
@@ -153,6 +159,18 @@ final class DevicesCommand {
         out.println("\tjrdma_capabilities:\t\tatomics=" + yesNo(d.atomics()) + " srq=" + yesNo(d.srq())
                 + " odp=" + yesNo(d.odp()) + " max_rd_atomic=" + d.maxQpRdAtom() + " max_sge=" + d.maxSge()
                 + " max_qp_wr=" + d.maxQpWr() + " max_cqe=" + d.maxCqe());
+        // Which optional capabilities it has and which it lacks (with -v: where each is read from).
+        java.util.Set<Capability> has = d.capabilities();
+        out.println("\tjrdma_has:\t\t\t" + names(has));
+        out.println("\tjrdma_lacks:\t\t\t"
+                + names(java.util.EnumSet.complementOf(has.isEmpty() ? java.util.EnumSet.noneOf(Capability.class)
+                        : java.util.EnumSet.copyOf(has))));
+        if (verbose) {
+            for (Capability c : Capability.values()) {
+                out.println("\t\tjrdma_capability " + c.name().toLowerCase(java.util.Locale.ROOT) + ":\t" + yesNo(has.contains(c))
+                        + " (" + c.source() + ")");
+            }
+        }
         for (PortInfo p : d.ports()) {
             out.println("\t\tport:\t" + p.port());
             out.println("\t\t\tstate:\t\t\t" + p.stateName() + " (" + p.state() + ")");

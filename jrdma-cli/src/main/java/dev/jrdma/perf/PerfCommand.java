@@ -75,6 +75,9 @@ public final class PerfCommand {
      * here. The server's stderr is passed on; its address is read from its "waiting on" line.
      */
     private static int loopback(PerfOptions o, String[] args, PrintStream out, PrintStream err) throws Exception {
+        if (o.gidIndex() >= 0 && (o.provider() == null || o.provider().equals("verbs"))) {
+            PerfServer.gidAddress(o, o.device());   // a wrong -x or --bind fails here, before a JVM is started for nothing
+        }
         List<String> cmd = new java.util.ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
                 "--enable-native-access=ALL-UNNAMED", "-cp", classPath(),
                 dev.jrdma.cli.Main.class.getName(), "perf"));

@@ -82,19 +82,9 @@ final class PerfServer implements AutoCloseable {
             throw new IllegalArgumentException("-x " + o.gidIndex() + " names a GID of an RDMA device, but this run's provider is "
                     + rdma.providerName() + " (" + rdma.providerChoice() + ")");
         }
-        InetAddress gid = o.gidIndex() >= 0 ? GidAddresses.of(rdma.deviceName(), o.gidIndex()) : null;
+        InetAddress gid = gidAddress(o, rdma.deviceName());
         if (o.bind() != null) {
-            InetAddress bind;
-            try {
-                bind = InetAddress.getByName(o.bind());
-            } catch (UnknownHostException e) {
-                throw new IllegalArgumentException("--bind " + o.bind() + ": unknown host", e);
-            }
-            if (gid != null && !gid.equals(bind)) {
-                throw new IllegalArgumentException("--bind " + o.bind() + " and -x " + o.gidIndex() + " disagree: GID "
-                        + o.gidIndex() + " of " + rdma.deviceName() + " is " + gid.getHostAddress());
-            }
-            return new InetSocketAddress(bind, o.port());
+            return new InetSocketAddress(bindAddress(o), o.port());
         }
         if (gid != null) {
             return new InetSocketAddress(gid, o.port());
@@ -104,6 +94,27 @@ final class PerfServer implements AutoCloseable {
                     o.port());
         }
         return new InetSocketAddress(o.port());
+    }
+
+    /**
+     * -x's GID address of {@code device} (null without -x), checked against --bind: what --loopback
+     * checks before it starts its server process, so that a wrong -x fails at once and in this one.
+     */
+    static InetAddress gidAddress(PerfOptions o, String device) {
+        InetAddress gid = o.gidIndex() >= 0 ? GidAddresses.of(device, o.gidIndex()) : null;
+        if (gid != null && o.bind() != null && !gid.equals(bindAddress(o))) {
+            throw new IllegalArgumentException("--bind " + o.bind() + " and -x " + o.gidIndex() + " disagree: GID "
+                    + o.gidIndex() + " of " + (device != null ? device : "the first device") + " is " + gid.getHostAddress());
+        }
+        return gid;
+    }
+
+    private static InetAddress bindAddress(PerfOptions o) {
+        try {
+            return InetAddress.getByName(o.bind());
+        } catch (UnknownHostException e) {
+            throw new IllegalArgumentException("--bind " + o.bind() + ": unknown host", e);
+        }
     }
 
     /** Where it listens (the port is the one chosen when -p 0). */

@@ -36,7 +36,7 @@ class DevicesCommandTest {
                 new GidInfo(0, linkLocal, 1, 3), new GidInfo(1, v2, 2, 3)));
         return new DeviceInfo("rxe0", 0, 1, 0x505400fffe123456L, 0x505400fffe123456L, "", 0xffffff, 0, 0,
                 -1L, 0xfffff000L, 1048560, 1048576, 0x21207c76, 32, 32, 1048576, 32767, 524288, 1048576, 128, 128,
-                258048, 1, 1024, 1, 262144, 1048576, 27, 64, 15, 1, 0, 0, 0L, List.of(port));
+                258048, 1, 1024, 1, 262144, 1048576, 27, 64, 15, 1, 0, 0, 0L, 1024, 0L, List.of(port));
     }
 
     @Test
@@ -75,6 +75,11 @@ class DevicesCommandTest {
         assertTrue(out.contains("\t\t\tGID[  0]:\t\tfe80::7, RoCE v1\n"), out);
         assertTrue(out.contains("\t\t\tGID[  1]:\t\t::ffff:10.77.0.1, RoCE v2\n"), out);
         assertTrue(out.contains("jrdma_capabilities:\t\tatomics=yes srq=yes odp=no max_rd_atomic=128"), out);
+        // 0x21207c76: MEM_MGT_EXTENSIONS, MEM_WINDOW_TYPE_2B, not MEM_WINDOW (bit 17) nor XRC; max_mcast_grp 1024.
+        assertTrue(out.contains("\tjrdma_has:\t\t\tatomics srq memory_window_type_2b ud_multicast\n"), out);
+        assertTrue(out.contains("\tjrdma_lacks:\t\t\txrc memory_window_type_1 memory_window_type_2a odp odp_implicit device_memory\n"), out);
+        assertTrue(out.contains("\t\tjrdma_capability xrc:\tno (IBV_DEVICE_XRC (device_cap_flags bit 20))\n"), out);
+        assertTrue(out.contains("\tmax_mcast_grp:\t\t\t1024\n"), out);
     }
 
     @Test

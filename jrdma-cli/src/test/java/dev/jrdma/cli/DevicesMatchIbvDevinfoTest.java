@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.jrdma.Rdma;
+import dev.jrdma.device.Capability;
 import dev.jrdma.device.DeviceInfo;
 
 import java.io.ByteArrayOutputStream;
@@ -89,6 +90,33 @@ class DevicesMatchIbvDevinfoTest {
         }
         assertTrue(compared.stream().anyMatch(k -> k.contains("/GID[")), "GIDs compared: " + compared);
         System.out.println("DevicesMatchIbvDevinfoTest: " + compared.size() + " fields agree");
+    }
+
+    /**
+     * What {@link DeviceInfo#has} says of the capabilities read from device_cap_flags agrees with
+     * the flag names ibv_devinfo -v lists, and SRQ and UD multicast with its max_srq and max_mcast_grp.
+     */
+    @Test
+    void capabilitiesAgreeWithIbvDevinfosFlags() throws Exception {
+        for (DeviceInfo d : Rdma.devices()) {
+            Process p = new ProcessBuilder("ibv_devinfo", "-v", "-d", d.name()).redirectErrorStream(true).start();
+            String reference = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+            List<String> lines = reference.lines().map(String::strip).toList();
+            Map<String, String> values = parse(reference);
+            Map<Capability, Boolean> theirs = new java.util.EnumMap<>(Capability.class);
+            theirs.put(Capability.XRC, lines.contains("XRC"));
+            theirs.put(Capability.MEMORY_WINDOW_TYPE_1, lines.contains("MEM_WINDOW"));
+            theirs.put(Capability.MEMORY_WINDOW_TYPE_2A, lines.contains("MEM_WINDOW_TYPE_2A"));
+            theirs.put(Capability.MEMORY_WINDOW_TYPE_2B, lines.contains("MEM_WINDOW_TYPE_2B"));
+            theirs.put(Capability.SRQ, Integer.parseInt(values.get(d.name() + "/-/max_srq")) > 0);
+            theirs.put(Capability.UD_MULTICAST, Integer.parseInt(values.get(d.name() + "/-/max_mcast_grp")) > 0);
+            for (var e : theirs.entrySet()) {
+                assertEquals(e.getValue(), d.has(e.getKey()), d.name() + " " + e.getKey() + " (" + e.getKey().source()
+                        + ") as ibv_devinfo -v says:\n" + reference);
+            }
+            System.out.println("DevicesMatchIbvDevinfoTest: " + d.name() + " has " + d.capabilities());
+        }
     }
 
     /** With devices present, asking for one that is not there is an error naming it and those that are. */

@@ -34,9 +34,22 @@ class PerfVerbsTest {
     @ParameterizedTest
     @ValueSource(strings = {"write_lat", "read_lat", "send_lat", "atomic_lat", "write_bw", "read_bw", "send_bw", "atomic_bw"})
     void everyTestBetweenTwoDevices(String test) throws Exception {
+        betweenTwoDevices(test, env("JRDMA_VERBS_SERVER_IP", "JRDMA_VM_IP0"));
+    }
+
+    /** The same over the server device's IPv6 RoCE v2 GID (fd77::1 in the VM). */
+    @org.junit.jupiter.api.Test
+    void writeLatencyOverIpv6() throws Exception {
+        String error = System.getenv("JRDMA_VM_IP6_ERROR");
+        if (error != null) {
+            fail("the Soft-RoCE VM could not set up IPv6: " + error);
+        }
+        betweenTwoDevices("write_lat", env("JRDMA_VERBS_SERVER_IP6", "JRDMA_VM_IP6_0"));
+    }
+
+    private static void betweenTwoDevices(String test, String ip) throws Exception {
         String serverDevice = env("JRDMA_VERBS_SERVER_DEVICE", "JRDMA_VM_DEV0");
         String clientDevice = env("JRDMA_VERBS_CLIENT_DEVICE", "JRDMA_VM_DEV1");
-        String ip = env("JRDMA_VERBS_SERVER_IP", "JRDMA_VM_IP0");
         String port = String.valueOf(nextPort++);
         String size = test.startsWith("atomic") ? "8" : "4096";
         CompletableFuture<PerfCommandTest.Run> server = CompletableFuture.supplyAsync(() -> PerfCommandTest.perf(test,

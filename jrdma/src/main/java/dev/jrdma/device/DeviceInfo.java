@@ -42,6 +42,8 @@ import java.util.List;
  * @param odpGeneralCaps   on-demand paging capability bits ({@code IBV_ODP_SUPPORT*})
  * @param odpRcCaps        on-demand paging operations on RC queue pairs ({@code IBV_ODP_SUPPORT_*})
  * @param deviceCapFlagsEx the extended capability bits ({@code IBV_DEVICE_*} of {@code ibv_device_attr_ex})
+ * @param maxMcastGrp      the most multicast groups; 0 when the device has no UD multicast
+ * @param maxDmSize        the most device memory, in bytes ({@code ibv_device_attr_ex}); 0 when it has none
  * @param ports            the ports, from port 1
  */
 public record DeviceInfo(String name, int transportType, int nodeType, long nodeGuid, long sysImageGuid,
@@ -50,7 +52,8 @@ public record DeviceInfo(String name, int transportType, int nodeType, long node
                          int maxCq, int maxCqe, int maxMr, int maxPd, int maxQpRdAtom, int maxQpInitRdAtom,
                          int maxResRdAtom, int atomicCap, int maxMw, int maxAh, int maxSrq, int maxSrqWr,
                          int maxSrqSge, int maxPkeys, int localCaAckDelay, int physPortCnt, long odpGeneralCaps,
-                         int odpRcCaps, long deviceCapFlagsEx, List<PortInfo> ports) {
+                         int odpRcCaps, long deviceCapFlagsEx, int maxMcastGrp, long maxDmSize,
+                         List<PortInfo> ports) {
     /** {@code IBV_TRANSPORT_*} of {@code enum ibv_transport_type}. */
     public static final int TRANSPORT_IB = 0, TRANSPORT_IWARP = 1, TRANSPORT_USNIC = 2,
             TRANSPORT_USNIC_UDP = 3, TRANSPORT_UNSPECIFIED = 4;
@@ -83,6 +86,27 @@ public record DeviceInfo(String name, int transportType, int nodeType, long node
      */
     public boolean odp() {
         return (odpGeneralCaps & ODP_SUPPORT) != 0;
+    }
+
+    /**
+     * Whether the device has {@code capability}, as {@link Capability#source()} says.
+     *
+     * @param capability the capability
+     * @return whether this device reports it
+     */
+    public boolean has(Capability capability) {
+        return capability.presentOn(this);
+    }
+
+    /** {@return the capabilities the device reports, of those {@link Capability} lists} */
+    public java.util.Set<Capability> capabilities() {
+        java.util.EnumSet<Capability> s = java.util.EnumSet.noneOf(Capability.class);
+        for (Capability c : Capability.values()) {
+            if (has(c)) {
+                s.add(c);
+            }
+        }
+        return s;
     }
 
     /** {@return whether any port is active, so that connections can use the device now} */

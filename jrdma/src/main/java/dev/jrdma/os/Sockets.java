@@ -30,7 +30,8 @@ public final class Sockets {
     public static final int AF_INET = 2, AF_INET6 = 10, SOCK_STREAM = 1, SOCK_NONBLOCK = 04000,
             SOCK_CLOEXEC = 02000000, SOL_SOCKET = 1, SO_REUSEADDR = 2, SO_ERROR = 4, SO_SNDBUF = 7,
             SO_RCVBUF = 8, IPPROTO_TCP = 6, TCP_NODELAY = 1, MSG_DONTWAIT = 0x40, MSG_NOSIGNAL = 0x4000,
-            SHUT_WR = 1, SHUT_RDWR = 2;
+            SHUT_WR = 1, SHUT_RDWR = 2, SO_DOMAIN = 39, IPPROTO_IP = 0, IP_TOS = 1, IPPROTO_IPV6 = 41,
+            IPV6_TCLASS = 67;
     public static final int EPOLLIN = 0x1, EPOLLOUT = 0x4, EPOLLERR = 0x8, EPOLLHUP = 0x10, EPOLLRDHUP = 0x2000,
             EPOLL_CTL_ADD = 1, EPOLL_CTL_DEL = 2, EPOLL_CTL_MOD = 3, EPOLL_CLOEXEC = 02000000;
     /** {@code struct epoll_event} is packed on x86-64 (12 bytes) and naturally aligned elsewhere (16). */
@@ -91,6 +92,46 @@ public final class Sockets {
         } catch (Throwable t) {
             throw NativeCalls.rethrow(t);
         }
+    }
+
+    /** {@code getsockopt} of an int option; throws naming {@code what} and the errno. */
+    public static int getIntOption(int fd, int level, int option, String what) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment v = a.allocate(JAVA_INT);
+            MemorySegment len = a.allocate(JAVA_INT);
+            len.set(JAVA_INT, 0, 4);
+            if ((int) GETSOCKOPT.invokeExact(Errno.capture(), fd, level, option, v, len) < 0) {
+                throw Errno.failure("getsockopt", what + " on fd " + fd);
+            }
+            return v.get(JAVA_INT, 0);
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
+    /**
+     * Marks what the socket sends with traffic class {@code tos} (the IPv4 TOS / IPv6 traffic
+     * class byte): {@code IP_TOS} on an IPv4 socket; on an IPv6 one {@code IPV6_TCLASS} and also
+     * {@code IP_TOS}, which is what its IPv4-mapped connections send with.
+     */
+    public static void setTrafficClass(int fd, int tos) {
+        if (getIntOption(fd, SOL_SOCKET, SO_DOMAIN, "SO_DOMAIN") == AF_INET6) {
+            setIntOption(fd, IPPROTO_IPV6, IPV6_TCLASS, tos, "IPV6_TCLASS " + tos);
+        }
+        setIntOption(fd, IPPROTO_IP, IP_TOS, tos, "IP_TOS " + tos);
+    }
+
+    /**
+     * The traffic class a connected socket sends with: {@code IPV6_TCLASS} for an IPv6 peer,
+     * {@code IP_TOS} for an IPv4 one (on an IPv6 socket too, for an IPv4-mapped peer); -1 for a
+     * socket that is not an IP one.
+     */
+    public static int trafficClass(int fd) {
+        int domain = getIntOption(fd, SOL_SOCKET, SO_DOMAIN, "SO_DOMAIN");
+        if (domain == AF_INET6 && remoteAddress(fd).getAddress() instanceof java.net.Inet6Address) {
+            return getIntOption(fd, IPPROTO_IPV6, IPV6_TCLASS, "IPV6_TCLASS") & 0xff;
+        }
+        return domain == AF_INET || domain == AF_INET6 ? getIntOption(fd, IPPROTO_IP, IP_TOS, "IP_TOS") & 0xff : -1;
     }
 
     /** {@code SO_ERROR}: the pending error of a socket (0: none), e.g. how a non-blocking connect ended. */

@@ -131,6 +131,25 @@ public interface QueuePair {
         return -1;
     }
 
+    /**
+     * The traffic class (IPv4 TOS / IPv6 traffic class byte) the QP's packets carry, as the device
+     * reports it (verbs: the address vector's GRH) or the socket has it (tcp); -1 where there are
+     * no packets (shm).
+     */
+    default int queryTrafficClass() {
+        return -1;
+    }
+
+    /** The service level of the QP's address vector as the device reports it, or -1 (software providers). */
+    default int queryServiceLevel() {
+        return -1;
+    }
+
+    /** The flow label of the QP's address vector (GRH) as the device reports it, or -1 (software providers). */
+    default int queryFlowLabel() {
+        return -1;
+    }
+
     /** Moves the QP to the error state: everything outstanding completes, flushed. */
     void moveToError();
 

@@ -22,15 +22,18 @@ package dev.jrdma.spi;
  *                           IB encoding (1: 0.01 ms ... 12: 0.64 ms ... 31: 491.52 ms; 0: 655.36
  *                           ms), or -1 for the connection manager's (rdma_cm sets 0). Software
  *                           providers ignore it.
+ * @param trafficClass       the traffic class (IPv4 TOS / IPv6 traffic class byte) of the
+ *                           connection's packets, or -1 for the system's: verbs sets it through
+ *                           rdma_cm on the connecting side; tcp and shm on each side's socket.
  */
 public record QueuePairSpec(int sendDepth, int recvDepth, int maxSendSge, int maxRecvSge, int maxInlineData,
                             int responderResources, int initiatorDepth, int retryCount, int rnrRetry, int ackTimeout,
-                            int minRnrTimer) {
+                            int minRnrTimer, int trafficClass) {
 
-    /** A spec with the connection manager's ack timeout and RNR timer. */
+    /** A spec with the connection manager's ack timeout and RNR timer, and the system's traffic class. */
     public QueuePairSpec(int sendDepth, int recvDepth, int maxSendSge, int maxRecvSge, int maxInlineData,
                          int responderResources, int initiatorDepth, int retryCount, int rnrRetry) {
         this(sendDepth, recvDepth, maxSendSge, maxRecvSge, maxInlineData, responderResources, initiatorDepth, retryCount,
-                rnrRetry, -1, -1);
+                rnrRetry, -1, -1, -1);
     }
 }

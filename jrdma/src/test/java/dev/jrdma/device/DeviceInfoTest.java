@@ -31,9 +31,37 @@ class DeviceInfoTest {
     }
 
     private static DeviceInfo device(int atomicCap, int maxSrq, long odp, List<PortInfo> ports) {
+        return device(atomicCap, maxSrq, odp, 0, 0, 0L, ports);
+    }
+
+    private static DeviceInfo device(int atomicCap, int maxSrq, long odp, int capFlags, int maxMcastGrp, long maxDm,
+                                     List<PortInfo> ports) {
         return new DeviceInfo("rxe0", DeviceInfo.TRANSPORT_IB, 1, 1L, 1L, "", 0xffffff, 0, 0, -1L, 0xfffff000L,
-                1048560, 1048576, 0, 32, 32, 1048576, 32767, 524288, 1048576, 128, 128, 258048, atomicCap, 1024, 1,
-                maxSrq, 1048576, 27, 64, 15, ports.size(), odp, 0, 0L, ports);
+                1048560, 1048576, capFlags, 32, 32, 1048576, 32767, 524288, 1048576, 128, 128, 258048, atomicCap, 1024, 1,
+                maxSrq, 1048576, 27, 64, 15, ports.size(), odp, 0, 0L, maxMcastGrp, maxDm, ports);
+    }
+
+    /** Each capability is read from its own field or bit, and from nothing else. */
+    @Test
+    void aCapabilityIsReadFromItsOwnFieldOrBit() {
+        DeviceInfo bare = device(DeviceInfo.ATOMIC_NONE, 0, 0, 0, 0, 0L, List.of());
+        assertEquals(java.util.Set.of(), bare.capabilities());
+        assertEquals(java.util.Set.of(Capability.XRC), device(0, 0, 0, 1 << 20, 0, 0L, List.of()).capabilities());
+        assertEquals(java.util.Set.of(Capability.MEMORY_WINDOW_TYPE_1),
+                device(0, 0, 0, 1 << 17, 0, 0L, List.of()).capabilities());
+        assertEquals(java.util.Set.of(Capability.MEMORY_WINDOW_TYPE_2A),
+                device(0, 0, 0, 1 << 23, 0, 0L, List.of()).capabilities());
+        assertEquals(java.util.Set.of(Capability.MEMORY_WINDOW_TYPE_2B),
+                device(0, 0, 0, 1 << 24, 0, 0L, List.of()).capabilities());
+        assertEquals(java.util.Set.of(Capability.UD_MULTICAST), device(0, 0, 0, 0, 1024, 0L, List.of()).capabilities());
+        assertEquals(java.util.Set.of(Capability.DEVICE_MEMORY), device(0, 0, 0, 0, 0, 1L << 17, List.of()).capabilities());
+        assertEquals(java.util.Set.of(Capability.SRQ), device(0, 8, 0, 0, 0, 0L, List.of()).capabilities());
+        assertEquals(java.util.Set.of(Capability.ATOMICS), device(DeviceInfo.ATOMIC_HCA, 0, 0, 0, 0, 0L, List.of()).capabilities());
+        assertEquals(java.util.Set.of(Capability.ODP, Capability.ODP_IMPLICIT), device(0, 0, 3, 0, 0, 0L, List.of()).capabilities());
+        // Bits no capability is read from (MEM_MGT_EXTENSIONS, RC_RNR_NAK_GEN...) add none.
+        assertEquals(java.util.Set.of(), device(0, 0, 0, ~((1 << 17) | (1 << 20) | (1 << 23) | (1 << 24)), 0, 0L, List.of())
+                .capabilities());
+        assertTrue(Capability.XRC.source().contains("IBV_DEVICE_XRC"), Capability.XRC.source());
     }
 
     @Test

@@ -425,6 +425,9 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         if (phase != Phase.REQUESTED) {
             throw new IllegalStateException("accept: the request is " + phase);
         }
+        if (qpSpec.trafficClass() >= 0) {
+            Sockets.setTrafficClass(fd, qpSpec.trafficClass());   // this side's packets: each side marks its own
+        }
         qp = new TcpQueuePair(fd, qpNum, manager.registrations(), (TcpCompletionQueue) completionQueue, qpSpec,
                 owner.postMonitor(), this, manager.sameHost());
         owner.onQueuePair(qp);

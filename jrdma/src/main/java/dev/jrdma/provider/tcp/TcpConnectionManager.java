@@ -134,6 +134,9 @@ final class TcpConnectionManager implements ConnectionManager {
         int fd = Sockets.socketFor(remote);
         try {
             Sockets.setIntOption(fd, Sockets.IPPROTO_TCP, Sockets.TCP_NODELAY, 1, "TCP_NODELAY");
+            if (spec.trafficClass() >= 0) {
+                Sockets.setTrafficClass(fd, spec.trafficClass());   // before connect: the SYN carries it too
+            }
             int rc = Sockets.connect(fd, remote);
             if (rc != 0 && rc != Errno.EINPROGRESS) {
                 if (rc != Errno.ECONNREFUSED) {

@@ -106,10 +106,13 @@ final class TcpQueuePair implements QueuePair {
     final Object txLock;
     final TcpTransmitter tx;
     private boolean watchingOut;
+    /** The traffic class the socket sends with, read once it is connected (the fd may be another's after close). */
+    private final int trafficClass;
 
     TcpQueuePair(int fd, int qpNum, TcpRegistrations registrations, TcpCompletionQueue cq, QueuePairSpec spec,
                  Object postMonitor, Events events, TcpSameHost support) {
         this.fd = fd;
+        this.trafficClass = Sockets.trafficClass(fd);
         this.qpNum = qpNum;
         this.registrations = registrations;
         this.cq = cq;
@@ -280,6 +283,11 @@ final class TcpQueuePair implements QueuePair {
     @Override
     public int queryState() {
         return state.verbsState();
+    }
+
+    @Override
+    public int queryTrafficClass() {
+        return trafficClass;
     }
 
     @Override

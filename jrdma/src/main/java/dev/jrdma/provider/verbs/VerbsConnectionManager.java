@@ -103,8 +103,11 @@ final class VerbsConnectionManager implements ConnectionManager {
             ep.pendingOwner = owner;
             ids.put(id.address(), ep);
             try {
-                InetSocketAddress source = device.sourceAddress() == null ? null
-                        : new InetSocketAddress(device.sourceAddress(), 0);
+                if (spec.trafficClass() >= 0) {
+                    LibRdmacm.setTos(id, spec.trafficClass());   // before the route is resolved: the path is made with it
+                }
+                java.net.InetAddress from = device.sourceAddressFor(remote.getAddress());
+                InetSocketAddress source = from == null ? null : new InetSocketAddress(from, 0);
                 LibRdmacm.resolveAddr(id, source == null ? MemorySegment.NULL : SockAddr.of(source, a),
                         SockAddr.of(remote, a), timeoutMs);
             } catch (RuntimeException e) {

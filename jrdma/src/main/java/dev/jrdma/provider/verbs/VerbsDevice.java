@@ -51,6 +51,7 @@ final class VerbsDevice implements Device {
     final MemorySegment context;
     final MemorySegment pd;
     private final InetAddress sourceAddress;
+    private final InetAddress sourceAddress6;
     private boolean closed;
     private volatile DeviceEventHandler eventHandler;
     private final Arena eventArena = Arena.ofShared();
@@ -59,6 +60,7 @@ final class VerbsDevice implements Device {
     private VerbsDevice(DeviceInfo info, MemorySegment context) {
         this.info = info;
         this.sourceAddress = ipv4Of(info);
+        this.sourceAddress6 = ipv6Of(info);
         this.context = context;
         this.capabilities = new DeviceCapabilities(info.maxQpWr(), info.maxSge(), info.maxCqe(), info.maxQpRdAtom(),
                 info.maxQpInitRdAtom(), info.maxMrSize(), info.atomics(), false, info.srq(), info.odp());
@@ -108,8 +110,29 @@ final class VerbsDevice implements Device {
         return null;
     }
 
-    InetAddress sourceAddress() {
-        return sourceAddress;
+    /**
+     * The address outgoing connections to {@code remote} resolve from: this device's RoCE v2 GID
+     * address of {@code remote}'s family (IPv4, or an IPv6 one that is not link-local), or null
+     * (InfiniBand, or no such address: rdma_cm's route decides).
+     */
+    InetAddress sourceAddressFor(InetAddress remote) {
+        return remote instanceof java.net.Inet6Address ? sourceAddress6 : sourceAddress;
+    }
+
+    /** The IPv6 address of the first active port's RoCE v2 GID that is neither IPv4-mapped nor link-local, or null. */
+    private static InetAddress ipv6Of(DeviceInfo info) {
+        for (PortInfo port : info.ports()) {
+            if (!port.active()) {
+                continue;
+            }
+            for (GidInfo g : port.gids()) {
+                InetAddress a = g.ipAddress();
+                if (g.roceV2() && !g.ipv4Mapped() && a instanceof java.net.Inet6Address && !a.isLinkLocalAddress()) {
+                    return a;
+                }
+            }
+        }
+        return null;
     }
 
     private static String names(List<DeviceInfo> all) {

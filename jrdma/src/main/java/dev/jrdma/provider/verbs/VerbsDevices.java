@@ -107,7 +107,8 @@ public final class VerbsDevices {
                     IbvDeviceAttr.intField(attr, "max_srq_sge"), IbvDeviceAttr.maxPkeys(attr),
                     IbvDeviceAttr.localCaAckDelay(attr), ports,
                     IbvDeviceAttrEx.odpGeneralCaps(attrEx), IbvDeviceAttrEx.odpRcCaps(attrEx),
-                    IbvDeviceAttrEx.deviceCapFlagsEx(attrEx), portInfos);
+                    IbvDeviceAttrEx.deviceCapFlagsEx(attrEx), IbvDeviceAttr.intField(attr, "max_mcast_grp"),
+                    IbvDeviceAttrEx.maxDmSize(attrEx), portInfos);
         } finally {
             LibIbverbs.closeDevice(ctx);
         }

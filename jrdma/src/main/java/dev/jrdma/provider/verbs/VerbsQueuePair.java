@@ -45,7 +45,7 @@ final class VerbsQueuePair implements QueuePair {
         this.granted = new QueuePairSpec(IbvQpInitAttr.maxSendWr(grantedInit), IbvQpInitAttr.maxRecvWr(grantedInit),
                 asked.maxSendSge(), asked.maxRecvSge(), IbvQpInitAttr.maxInlineData(grantedInit),
                 asked.responderResources(), asked.initiatorDepth(), asked.retryCount(), asked.rnrRetry(),
-                asked.ackTimeout(), asked.minRnrTimer());
+                asked.ackTimeout(), asked.minRnrTimer(), asked.trafficClass());
         this.postSendFn = IbvContext.postSendFn(context);
         this.postRecvFn = IbvContext.postRecvFn(context);
         this.chainCapacity = Math.max(1, granted.sendDepth());
@@ -149,6 +149,21 @@ final class VerbsQueuePair implements QueuePair {
     @Override
     public int queryMinRnrTimer() {
         return query(IbvQpAttr.MIN_RNR_TIMER, IbvQpAttr::minRnrTimer);
+    }
+
+    @Override
+    public int queryTrafficClass() {
+        return query(IbvQpAttr.AV, IbvQpAttr::trafficClass);
+    }
+
+    @Override
+    public int queryServiceLevel() {
+        return query(IbvQpAttr.AV, IbvQpAttr::serviceLevel);
+    }
+
+    @Override
+    public int queryFlowLabel() {
+        return query(IbvQpAttr.AV, IbvQpAttr::flowLabel);
     }
 
     /** One attribute as the device reports it now ({@code ibv_query_qp} with {@code mask}). */

@@ -49,6 +49,7 @@ public final class IbvDeviceAttrEx {
     private static final long GENERAL_CAPS = offset(LAYOUT, "odp_caps.general_caps");
     private static final long RC_ODP_CAPS = offset(LAYOUT, "odp_caps.per_transport_caps.rc_odp_caps");
     private static final long CAP_FLAGS_EX = offset(LAYOUT, "device_cap_flags_ex");
+    private static final long MAX_DM_SIZE = offset(LAYOUT, "max_dm_size");
 
     private IbvDeviceAttrEx() {
     }
@@ -68,6 +69,11 @@ public final class IbvDeviceAttrEx {
 
     public static long deviceCapFlagsEx(MemorySegment attrEx) {
         return attrEx.get(U64, CAP_FLAGS_EX);
+    }
+
+    /** Device memory, in bytes; 0 when the device has none. */
+    public static long maxDmSize(MemorySegment attrEx) {
+        return attrEx.get(U64, MAX_DM_SIZE);
     }
 
     static MemoryLayout layout() {

@@ -76,5 +76,11 @@ public final class IbvQpAttr {
     public static int minRnrTimer(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "min_rnr_timer"))); }
     public static void minRnrTimer(MemorySegment a, int code) { a.set(U8, offset(LAYOUT, "min_rnr_timer"), (byte) code); }
     public static int portNum(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "port_num"))); }
+    /** The primary address vector's GRH traffic class ({@code ah_attr.grh.traffic_class}). */
+    public static int trafficClass(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "ah_attr.grh.traffic_class"))); }
+    /** ... its service level ({@code ah_attr.sl}). */
+    public static int serviceLevel(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "ah_attr.sl"))); }
+    /** ... its GRH flow label, 20 bits ({@code ah_attr.grh.flow_label}). */
+    public static int flowLabel(MemorySegment a) { return a.get(U32, offset(LAYOUT, "ah_attr.grh.flow_label")) & 0xFFFFF; }
     public static int timeout(MemorySegment a) { return Byte.toUnsignedInt(a.get(U8, offset(LAYOUT, "timeout"))); }
 }

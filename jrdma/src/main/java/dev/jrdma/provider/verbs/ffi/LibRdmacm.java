@@ -145,8 +145,21 @@ public final class LibRdmacm {
         }
     }
 
-    /** {@code enum rdma_option_level} RDMA_OPTION_ID and its option RDMA_OPTION_ID_ACK_TIMEOUT (a u8). */
-    static final int OPTION_ID = 0, OPTION_ID_ACK_TIMEOUT = 3;
+    /**
+     * {@code enum rdma_option_level} RDMA_OPTION_ID and its options RDMA_OPTION_ID_TOS and
+     * RDMA_OPTION_ID_ACK_TIMEOUT (each a u8).
+     */
+    static final int OPTION_ID = 0, OPTION_ID_TOS = 0, OPTION_ID_ACK_TIMEOUT = 3;
+
+    /**
+     * {@code rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS)}: the traffic class of the
+     * id's path; before {@code rdma_resolve_route}, which builds the path with it (on RoCE the
+     * GRH's traffic class, and the service level through the netdev's priority map), or on a
+     * listener, whose connection ids inherit it.
+     */
+    public static void setTos(MemorySegment id, int tos) {
+        setU8Option(id, OPTION_ID_TOS, tos, "RDMA_OPTION_ID_TOS " + tos);
+    }
 
     /**
      * {@code rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT)}: the QP's local ack
@@ -155,11 +168,15 @@ public final class LibRdmacm {
      * the timeout from the path's packet life time.
      */
     public static void setAckTimeout(MemorySegment id, int exponent) {
+        setU8Option(id, OPTION_ID_ACK_TIMEOUT, exponent, "RDMA_OPTION_ID_ACK_TIMEOUT " + exponent);
+    }
+
+    /** {@code rdma_set_option(id, RDMA_OPTION_ID, option)} with a u8 value (the kernel wants exactly one byte). */
+    private static void setU8Option(MemorySegment id, int option, int value, String what) {
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment value = a.allocate(U8);
-            value.set(U8, 0, (byte) exponent);
-            check((int) SET_OPTION.invokeExact(Errno.capture(), id, OPTION_ID, OPTION_ID_ACK_TIMEOUT, value, U8.byteSize()),
-                    "rdma_set_option", "RDMA_OPTION_ID_ACK_TIMEOUT " + exponent);
+            MemorySegment v = a.allocate(U8);
+            v.set(U8, 0, (byte) value);
+            check((int) SET_OPTION.invokeExact(Errno.capture(), id, OPTION_ID, option, v, U8.byteSize()), "rdma_set_option", what);
         } catch (Throwable t) {
             throw NativeCalls.rethrow(t);
         }
