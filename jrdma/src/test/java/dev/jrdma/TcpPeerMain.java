@@ -10,7 +10,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Both ends of {@link TcpAcrossNamespacesVerbsTest}, each run in its own network namespace
+ * Both ends of {@link TcpAcrossNamespacesTest}, each run in its own network namespace
  * (plain Java: the child JVMs have no JUnit). {@code server IP}: exposes a 1 MiB region in the
  * private data, echoes messages, prints "ready PORT", ends when its peer disconnects.
  * {@code client IP PORT}: echoes, writes 1 MiB and reads it back, runs atomics, checking each

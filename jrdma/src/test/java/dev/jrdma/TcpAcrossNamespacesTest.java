@@ -9,16 +9,16 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
  * tcp between two network stacks, not over loopback: a server and a client JVM in two network
  * namespaces this test makes, joined by a veth pair (MTU 1500, real segmentation), as two hosts
- * would be. Runs in the Soft-RoCE VM (tag "verbs"), where the suite is root in its own kernel.
+ * would be. Needs root (network namespaces and veth), as CI is: there it runs with the unit tests
+ * on the host (it ran in the Soft-RoCE VM before, where its two child JVMs took two minutes to
+ * start on the emulated CPU); elsewhere it is skipped, saying why.
  */
-@Tag("verbs")
-class TcpAcrossNamespacesVerbsTest {
+class TcpAcrossNamespacesTest {
     private static final String A = "jrdma-ns-a", B = "jrdma-ns-b";
 
     private static void must(String... cmd) throws Exception {
@@ -35,6 +35,11 @@ class TcpAcrossNamespacesVerbsTest {
 
     @Test
     void echoWriteReadAndAtomicsBetweenTwoNetworkNamespaces() throws Exception {
+        boolean root = "root".equals(System.getProperty("user.name"));
+        if (!root && "true".equals(System.getenv("CI"))) {
+            org.junit.jupiter.api.Assertions.fail("CI runs the tests as root: this one makes network namespaces");
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(root, "needs root to make network namespaces (CI runs it as root)");
         quietly("ip", "netns", "del", A);
         quietly("ip", "netns", "del", B);
         try {
