@@ -113,10 +113,18 @@ final class VerbsDevice implements Device {
     /**
      * The address outgoing connections to {@code remote} resolve from: this device's RoCE v2 GID
      * address of {@code remote}'s family (IPv4, or an IPv6 one that is not link-local), or null
-     * (InfiniBand, or no such address: rdma_cm's route decides).
+     * (InfiniBand, or no such address: rdma_cm's route decides). An IPv6 loopback, link-local or
+     * unspecified destination keeps the IPv4 source, which rdma_cm refuses at once for the other
+     * family: resolving ::1 from the device's IPv6 address instead left that connect hanging in
+     * rdma_cm and every later connect of the process timing out (seen on rxe, Linux 6.1, with
+     * Netty's connect-refused test, which connects to ::1).
      */
     InetAddress sourceAddressFor(InetAddress remote) {
-        return remote instanceof java.net.Inet6Address ? sourceAddress6 : sourceAddress;
+        if (remote instanceof java.net.Inet6Address a && !a.isLoopbackAddress() && !a.isLinkLocalAddress()
+                && !a.isAnyLocalAddress()) {
+            return sourceAddress6;
+        }
+        return sourceAddress;
     }
 
     /** The IPv6 address of the first active port's RoCE v2 GID that is neither IPv4-mapped nor link-local, or null. */
