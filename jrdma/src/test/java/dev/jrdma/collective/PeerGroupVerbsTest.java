@@ -1,5 +1,6 @@
 package dev.jrdma.collective;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -25,9 +26,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Peer groups on real verbs (Soft-RoCE in the VM): rank 0 on the server device and address,
- * rank 1 on the client's. That is the largest group the VM allows: its routing sends traffic
- * for one rxe address out of the other rxe device, so two members on one device could not
- * connect to each other. Every collective's data crosses rxe as RDMA WRITE_WITH_IMM.
+ * rank 1 on the client's; and four members on the four devices of the VM's group (softroce-vm
+ * --group 4). Each member has a device of its own: the VM's routing sends traffic between two
+ * addresses out of the sending one's device, so two members on one device could not connect to
+ * each other. Every collective's data crosses rxe as RDMA WRITE_WITH_IMM.
  */
 @Tag("verbs")
 class PeerGroupVerbsTest {
@@ -66,9 +68,43 @@ class PeerGroupVerbsTest {
         List<InetSocketAddress> members = members();
         CompletableFuture<PeerGroup> a = PeerGroup.joinAsync(rdma(env("JRDMA_VM_DEV0")), members, 0, GroupConfig.defaults());
         CompletableFuture<PeerGroup> b = PeerGroup.joinAsync(rdma(env("JRDMA_VM_DEV1")), members, 1, GroupConfig.defaults());
-        List<PeerGroup> g = List.of(a.get(120, TimeUnit.SECONDS), b.get(120, TimeUnit.SECONDS));
+        everyCollective(List.of(a.get(120, TimeUnit.SECONDS), b.get(120, TimeUnit.SECONDS)));
+    }
+
+    /**
+     * Four members, each on a Soft-RoCE device of its own (softroce-vm --group 4: rxeg0..rxeg3 on
+     * one bridged segment), so that every pair of members crosses the wire: the full mesh of
+     * connections and every collective's blocks between all of them.
+     */
+    @Test
+    void fourMembersEachOnItsOwnDeviceRunEveryCollective() throws Exception {
+        List<String> devices = List.of(env("JRDMA_VM_GROUP_DEVS").split(","));
+        List<String> ips = List.of(env("JRDMA_VM_GROUP_IPS").split(","));
+        assertTrue(devices.size() >= 4 && ips.size() == devices.size(), "four devices in the VM's group: " + devices);
+        int port;
+        synchronized (PeerGroupVerbsTest.class) {
+            port = nextPort;
+            nextPort += 4;
+        }
+        List<InetSocketAddress> members = new ArrayList<>();
+        for (int r = 0; r < 4; r++) {
+            members.add(new InetSocketAddress(ips.get(r), port + r));
+        }
+        List<CompletableFuture<PeerGroup>> joins = new ArrayList<>();
+        for (int r = 0; r < 4; r++) {
+            joins.add(PeerGroup.joinAsync(rdma(devices.get(r)), members, r, GroupConfig.defaults()));
+        }
+        List<PeerGroup> g = new ArrayList<>();
+        for (CompletableFuture<PeerGroup> j : joins) {
+            g.add(j.get(120, TimeUnit.SECONDS));
+        }
+        everyCollective(g);
+    }
+
+    /** Every all-to-all algorithm, allGather, broadcast and barrier over {@code g}, every byte checked. */
+    private void everyCollective(List<PeerGroup> g) throws Exception {
         groups.addAll(g);
-        int n = 2, bs = 4096;
+        int n = g.size(), bs = 4096;
         for (AllToAllAlgorithm alg : AllToAllAlgorithm.values()) {
             List<LocalRegion> send = new ArrayList<>(), recv = new ArrayList<>();
             for (int r = 0; r < n; r++) {
@@ -84,11 +120,12 @@ class PeerGroupVerbsTest {
             PeerGroupConformance.onAll(g, r -> g.get(r).allToAll(send.get(r), recv.get(r), bs, alg));
             for (int r = 0; r < n; r++) {
                 for (int from = 0; from < n; from++) {
+                    byte[] expected = new byte[bs];
                     for (int i = 0; i < bs; i++) {
-                        assertEquals(PeerGroupConformance.mark(from, r, i),
-                                recv.get(r).segment().get(ValueLayout.JAVA_BYTE, (long) from * bs + i),
-                                alg + ": member " + r + " block from " + from + " byte " + i);
+                        expected[i] = PeerGroupConformance.mark(from, r, i);
                     }
+                    assertArrayEquals(expected, recv.get(r).segment().asSlice((long) from * bs, bs).toArray(ValueLayout.JAVA_BYTE),
+                            alg + ": member " + r + " block from " + from);
                 }
             }
         }
@@ -97,13 +134,17 @@ class PeerGroupVerbsTest {
             LocalRegion s = PeerGroupConformance.region(g.get(r), 64);
             s.segment().fill((byte) (r + 1));
             one.add(s);
-            all.add(PeerGroupConformance.region(g.get(r), 128));
+            all.add(PeerGroupConformance.region(g.get(r), 64L * n));
         }
         PeerGroupConformance.onAll(g, r -> g.get(r).allGather(one.get(r), all.get(r), 64));
         PeerGroupConformance.onAll(g, r -> g.get(r).broadcast(1, one.get(r)));
         for (int r = 0; r < n; r++) {
-            assertEquals(1, all.get(r).segment().get(ValueLayout.JAVA_BYTE, 0), "allGather: block of rank 0 at member " + r);
-            assertEquals(2, all.get(r).segment().get(ValueLayout.JAVA_BYTE, 127), "allGather: block of rank 1 at member " + r);
+            for (int k = 0; k < n; k++) {
+                assertEquals(k + 1, all.get(r).segment().get(ValueLayout.JAVA_BYTE, 64L * k), "allGather: block of rank " + k
+                        + " at member " + r);
+                assertEquals(k + 1, all.get(r).segment().get(ValueLayout.JAVA_BYTE, 64L * k + 63), "allGather: block of rank "
+                        + k + " at member " + r);
+            }
             assertEquals(2, one.get(r).segment().get(ValueLayout.JAVA_BYTE, 63), "broadcast from rank 1 at member " + r);
         }
         PeerGroupConformance.onAll(g, r -> g.get(r).barrier());

@@ -41,14 +41,26 @@ class RdmaLibTest {
 
     @Test
     void theServerWithTwoClientsDemoCombinesEveryMessageOnEverySide() throws Exception {
-        int port = freePort(), size = 64;
-        RdmaLib server = RdmaLib.init(rdma, "127.0.0.1", port, RdmaLib.BUFFER_SIZE * 4, true, RdmaLib.MAX_PEERS);
-        CompletableFuture<byte[]>[] clients = new CompletableFuture[2];
-        for (int id = 1; id <= 2; id++) {
+        serverWithClients(rdma, "127.0.0.1", freePort(), java.util.List.of(rdma, rdma), java.util.List.of("127.0.0.1", "127.0.0.1"));
+    }
+
+    /**
+     * rdma_lib's demo with {@code clientRdmas.size()} clients: the server accepts them, tells each
+     * START, and all run the sequential all-to-all of one 64-byte message each; every member ends
+     * with every message. Each client has its {@link Rdma} and local address (the same one for all
+     * on tcp; a device of its own on verbs).
+     */
+    static void serverWithClients(Rdma serverRdma, String serverIp, int port, java.util.List<Rdma> clientRdmas,
+                                  java.util.List<String> clientIps) throws Exception {
+        int size = 64, n = clientRdmas.size();
+        RdmaLib server = RdmaLib.init(serverRdma, serverIp, port, RdmaLib.BUFFER_SIZE * 4, true, RdmaLib.MAX_PEERS);
+        java.util.List<CompletableFuture<byte[]>> clients = new java.util.ArrayList<>();
+        for (int id = 1; id <= n; id++) {
             int me = id;
-            clients[id - 1] = CompletableFuture.supplyAsync(() -> {
-                try (RdmaLib c = RdmaLib.init(rdma, "127.0.0.1", 0, RdmaLib.BUFFER_SIZE * 4, false, RdmaLib.MAX_PEERS)) {
-                    int s = c.connectPeer("127.0.0.1", port);
+            clients.add(CompletableFuture.supplyAsync(() -> {
+                try (RdmaLib c = RdmaLib.init(clientRdmas.get(me - 1), clientIps.get(me - 1), 0, RdmaLib.BUFFER_SIZE * 4, false,
+                        RdmaLib.MAX_PEERS)) {
+                    int s = c.connectPeer(serverIp, port);
                     assertEquals(0, s, RdmaLib.lastError());
                     byte[] start = new byte[size];
                     assertEquals(6, c.recv(s, start, size), RdmaLib.lastError());
@@ -57,24 +69,28 @@ class RdmaLibTest {
                     assertEquals(0, c.sequentialAllToAll(msg("Client " + me + " Message", size), recv, size), RdmaLib.lastError());
                     return recv;
                 }
-            });
+            }));
         }
         try (server) {
-            assertEquals(0, server.acceptPeer(), RdmaLib.lastError());
-            assertEquals(1, server.acceptPeer(), RdmaLib.lastError());
+            for (int i = 0; i < n; i++) {
+                assertEquals(i, server.acceptPeer(), RdmaLib.lastError());
+            }
             byte[] start = "START\0".getBytes(StandardCharsets.US_ASCII);
-            for (int i = 0; i < 2; i++) {
+            for (int i = 0; i < n; i++) {
                 assertEquals(start.length, server.send(i, start, start.length), RdmaLib.lastError());
             }
             byte[] recv = new byte[RdmaLib.BUFFER_SIZE];
             assertEquals(0, server.sequentialAllToAll(msg("Server Message", size), recv, size), RdmaLib.lastError());
-            // Peers are numbered in accept order, so which client is peer 0 is a race: check the set.
-            String first = new String(recv, size, size, StandardCharsets.US_ASCII).trim(), second =
-                    new String(recv, 2 * size, size, StandardCharsets.US_ASCII).trim();
+            // Peers are numbered in accept order, so which client is which peer is a race: check the set.
+            java.util.Set<String> got = new java.util.HashSet<>(), sent = new java.util.HashSet<>();
+            for (int i = 1; i <= n; i++) {
+                got.add(new String(recv, i * size, size, StandardCharsets.US_ASCII).trim());
+                sent.add("Client " + i + " Message");
+            }
             assertEquals("Server Message", new String(recv, 0, size, StandardCharsets.US_ASCII).trim());
-            assertEquals(java.util.Set.of("Client 1 Message", "Client 2 Message"), java.util.Set.of(first, second));
+            assertEquals(sent, got);
             for (CompletableFuture<byte[]> c : clients) {
-                assertArrayEquals(Arrays.copyOf(recv, 3 * size), Arrays.copyOf(c.get(60, TimeUnit.SECONDS), 3 * size),
+                assertArrayEquals(Arrays.copyOf(recv, (n + 1) * size), Arrays.copyOf(c.get(120, TimeUnit.SECONDS), (n + 1) * size),
                         "every client ends with the server's combined message");
             }
         }
