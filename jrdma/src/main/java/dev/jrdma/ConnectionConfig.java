@@ -28,6 +28,7 @@ public final class ConnectionConfig {
     private final int ackTimeout;
     private final int minRnrTimer;
     private final int trafficClass;
+    private final SharedReceiveQueue sharedReceiveQueue;
     private final byte[] privateData;
     private final byte[] authToken;
     private final ReconnectPolicy reconnect;
@@ -45,6 +46,7 @@ public final class ConnectionConfig {
         ackTimeout = b.ackTimeout;
         minRnrTimer = b.minRnrTimer;
         trafficClass = b.trafficClass;
+        sharedReceiveQueue = b.sharedReceiveQueue;
         privateData = b.privateData.clone();
         authToken = b.authToken.clone();
         reconnect = b.reconnect;
@@ -88,6 +90,7 @@ public final class ConnectionConfig {
         b.ackTimeout = ackTimeout;
         b.minRnrTimer = minRnrTimer;
         b.trafficClass = trafficClass;
+        b.sharedReceiveQueue = sharedReceiveQueue;
         b.privateData = privateData.clone();
         b.authToken = authToken.clone();
         b.reconnect = reconnect;
@@ -104,14 +107,29 @@ public final class ConnectionConfig {
         return sendQueueDepth;
     }
 
-    /** {@return receives kept posted (each a pooled buffer of {@link #receiveBufferSize()})} Default 64. */
+    /**
+     * {@return receives kept posted (each a pooled buffer of {@link #receiveBufferSize()})} Default 64.
+     * With a {@linkplain #sharedReceiveQueue() shared receive queue}: the most it can hold, shared with
+     * every connection using it.
+     */
     public int receiveQueueDepth() {
-        return receiveQueueDepth;
+        return sharedReceiveQueue != null ? sharedReceiveQueue.capacity() : receiveQueueDepth;
     }
 
-    /** {@return the largest message this side receives} Default 4096. */
+    /**
+     * {@return the largest message this side receives} Default 4096. With a {@linkplain
+     * #sharedReceiveQueue() shared receive queue}: its buffer size.
+     */
     public int receiveBufferSize() {
-        return receiveBufferSize;
+        return sharedReceiveQueue != null ? sharedReceiveQueue.bufferSize() : receiveBufferSize;
+    }
+
+    /**
+     * {@return the shared receive queue the connection's messages arrive in, or null (the default)
+     * for receive buffers of its own} See {@link Rdma#sharedReceiveQueue(int, int, int)}.
+     */
+    public SharedReceiveQueue sharedReceiveQueue() {
+        return sharedReceiveQueue;
     }
 
     /** {@return bytes a send or write may carry inline in the work request} Default 0 (none). */
@@ -261,8 +279,12 @@ public final class ConnectionConfig {
     void validateFor(DeviceCapabilities caps, String device) {
         // One entry more than asked: the teardown's marker after unsignaled requests.
         check("sendQueueDepth + 1", sendQueueDepth + 1L, caps.maxQpWr(), device, "max_qp_wr");
-        check("receiveQueueDepth", receiveQueueDepth, caps.maxQpWr(), device, "max_qp_wr");
-        check("sendQueueDepth + 1 + receiveQueueDepth", sendQueueDepth + 1L + receiveQueueDepth, caps.maxCqe(), device, "max_cqe");
+        if (sharedReceiveQueue == null) {
+            check("receiveQueueDepth", receiveQueueDepth, caps.maxQpWr(), device, "max_qp_wr");
+        }
+        // With a shared receive queue, every one of its receives may complete on this connection's CQ.
+        check("sendQueueDepth + 1 + receiveQueueDepth", sendQueueDepth + 1L + receiveQueueDepth(), caps.maxCqe(), device,
+                "max_cqe");
         int rd = Math.min(255, Math.min(caps.maxQpRdAtomic(), caps.maxQpInitRdAtomic()));
         if (maxRdAtomic > rd) {
             throw new IllegalArgumentException("maxRdAtomic " + maxRdAtomic + " exceeds " + device
@@ -284,7 +306,8 @@ public final class ConnectionConfig {
                 + (maxRdAtomic < 0 ? "device" : maxRdAtomic) + ", timeout=" + timeout + ", retryCount=" + retryCount
                 + ", rnrRetry=" + rnrRetry + ", ackTimeout=" + (ackTimeout < 0 ? "cm" : ackTimeout)
                 + ", minRnrTimer=" + (minRnrTimer < 0 ? "cm" : minRnrTimer)
-                + (trafficClass < 0 ? "" : ", trafficClass=" + trafficClass) + ", privateData="
+                + (trafficClass < 0 ? "" : ", trafficClass=" + trafficClass)
+                + (sharedReceiveQueue == null ? "" : ", sharedReceiveQueue=" + sharedReceiveQueue) + ", privateData="
                 + privateData.length + " bytes, authToken="
                 + (authToken.length == 0 ? "none" : authToken.length + " bytes")
                 + (reconnect.reconnects() ? ", reconnect=" + reconnect : "") + "]";
@@ -303,6 +326,7 @@ public final class ConnectionConfig {
         private int ackTimeout = -1;
         private int minRnrTimer = -1;
         private int trafficClass = -1;
+        private SharedReceiveQueue sharedReceiveQueue;
         private byte[] privateData = new byte[0];
         private byte[] authToken = new byte[0];
         private ReconnectPolicy reconnect = ReconnectPolicy.NEVER;
@@ -454,6 +478,21 @@ public final class ConnectionConfig {
          */
         public Builder trafficClass(int tos) {
             trafficClass = range("trafficClass", tos, -1, 255);
+            return this;
+        }
+
+        /**
+         * Receives the connection's messages in a shared receive queue's buffers instead of
+         * {@link #receiveQueueDepth(int)} buffers of its own; null (the default) for its own. The
+         * queue must be of the {@link Rdma} that connects or listens with this config, and open.
+         * Its {@linkplain SharedReceiveQueue#bufferSize() buffer size} becomes this side's largest
+         * message, as the peer is told.
+         *
+         * @param queue the shared receive queue, or null
+         * @return this builder
+         */
+        public Builder sharedReceiveQueue(SharedReceiveQueue queue) {
+            sharedReceiveQueue = queue;
             return this;
         }
 

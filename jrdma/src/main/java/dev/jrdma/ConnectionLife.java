@@ -13,6 +13,7 @@ import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.Srq;
 import dev.jrdma.spi.QueuePairOwner;
 import dev.jrdma.spi.QueuePairSpec;
 
@@ -140,6 +141,11 @@ final class ConnectionLife {
         public Object postMonitor() {
             return sends.postLock;
         }
+
+        @Override
+        public Srq srq() {
+            return receives.sharedQueue();
+        }
     };
 
     // ---------------------------------------------------------------- connecting (IO thread 0)
@@ -168,7 +174,9 @@ final class ConnectionLife {
         ConnectionConfig config = connection.config();
         int rd = config.rdAtomicFor(device.capabilities());
         // One send-queue entry more than the slots: the teardown's marker (SendQueue.postMarker).
-        return new QueuePairSpec(config.sendQueueDepth() + 1, config.receiveQueueDepth(), 1, 1, config.maxInlineData(),
+        // With a shared receive queue the QP has no receive queue of its own.
+        return new QueuePairSpec(config.sendQueueDepth() + 1, config.sharedReceiveQueue() != null ? 0 : config.receiveQueueDepth(),
+                1, 1, config.maxInlineData(),
                 rd, rd, config.retryCount(), config.rnrRetry(), config.ackTimeout(), config.minRnrTimer(),
                 config.trafficClass());
     }

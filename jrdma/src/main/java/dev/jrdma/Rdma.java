@@ -68,6 +68,7 @@ public final class Rdma implements AutoCloseable {
     /** Driven instances ({@link Builder#ioLoops}): the public side of each IO thread; else empty. */
     private final IoLoop[] loops;
     private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
+    private final Set<SharedReceiveQueue> sharedQueues = ConcurrentHashMap.newKeySet();
     private final int maxConnections;
     private final Set<RdmaServer> servers = ConcurrentHashMap.newKeySet();
     /** What every open region holds (not the regions: a dropped one can be collected and reported). */
@@ -582,6 +583,54 @@ public final class Rdma implements AutoCloseable {
         }
     }
 
+    // ---------------------------------------------------------------- shared receive queues
+
+    /**
+     * A pool of {@code buffers} receive buffers of {@code bufferSize} bytes that connections of
+     * this instance share ({@link ConnectionConfig.Builder#sharedReceiveQueue}), growable to
+     * {@code capacity} by {@link SharedReceiveQueue#addBuffers}. Every buffer is registered and
+     * posted now.
+     *
+     * @param buffers    buffers to start with, 1 or more
+     * @param bufferSize bytes of each: the largest message a connection using it receives
+     * @param capacity   the most buffers it may hold, at least {@code buffers}, at most 2^20 (a
+     *                   connection's completion queue is sized for it: every receive may
+     *                   complete on one connection)
+     * @return the queue; close it after the connections using it (this instance's close does)
+     * @throws UnsupportedCapabilityException when the device has no shared receive queues
+     * @throws IllegalArgumentException                            for values out of range
+     */
+    public SharedReceiveQueue sharedReceiveQueue(int buffers, int bufferSize, int capacity) {
+        checkOpen();
+        if (!device.capabilities().srq()) {
+            throw new UnsupportedCapabilityException("shared receive queues", device.name(), null);
+        }
+        SharedReceiveQueue q = new SharedReceiveQueue(this, device, buffers, bufferSize, capacity);
+        sharedQueues.add(q);
+        return q;
+    }
+
+    /**
+     * A shared receive queue of {@code buffers} buffers of {@code bufferSize} bytes that does not
+     * grow: {@link #sharedReceiveQueue(int, int, int)} with a capacity of {@code buffers}.
+     *
+     * @param buffers    buffers, 1 or more
+     * @param bufferSize bytes of each
+     * @return the queue
+     */
+    public SharedReceiveQueue sharedReceiveQueue(int buffers, int bufferSize) {
+        return sharedReceiveQueue(buffers, bufferSize, buffers);
+    }
+
+    void sharedReceiveQueueClosed(SharedReceiveQueue q) {
+        sharedQueues.remove(q);
+    }
+
+    /** Runs {@code task} on IO thread 0 (control callbacks: the low-water one of a shared receive queue). */
+    void onControlThread(Runnable task) {
+        io[0].execute(task);
+    }
+
     // ---------------------------------------------------------------- connections
 
     /**
@@ -608,7 +657,7 @@ public final class Rdma implements AutoCloseable {
         checkOpen();
         Objects.requireNonNull(address, "address");
         Objects.requireNonNull(onAccept, "onAccept");
-        config.validateFor(device.capabilities(), device.name());
+        checkConfig(config);
         CompletableFuture<RdmaServer> f = new CompletableFuture<>();
         io[0].execute(() -> {
             try {
@@ -720,7 +769,7 @@ public final class Rdma implements AutoCloseable {
         checkOpen();
         Objects.requireNonNull(address, "address");
         Objects.requireNonNull(config, "config");
-        config.validateFor(device.capabilities(), device.name());
+        checkConfig(config);
         IoThread t = on != null ? on : pickIo();
         Connection c = new Connection(this, t, config, address, null, handle);
         connections.add(c);
@@ -900,6 +949,19 @@ public final class Rdma implements AutoCloseable {
         return closed;
     }
 
+    /** A config fits the device, and a shared receive queue it names is this instance's and open. */
+    private void checkConfig(ConnectionConfig config) {
+        config.validateFor(device.capabilities(), device.name());
+        SharedReceiveQueue q = config.sharedReceiveQueue();
+        if (q != null && q.rdma() != this) {
+            throw new IllegalArgumentException("the config's " + q + " belongs to another Rdma instance (a shared receive"
+                    + " queue serves connections of the Rdma that made it)");
+        }
+        if (q != null && !sharedQueues.contains(q)) {
+            throw new IllegalStateException("the config's shared receive queue is closed");
+        }
+    }
+
     private void checkOpen() {
         if (closed) {
             throw new IllegalStateException("this Rdma instance is closed");
@@ -970,6 +1032,9 @@ public final class Rdma implements AutoCloseable {
         }
         for (Connection c : List.copyOf(holdingMemory)) {
             c.freeMemory();   // messages still open: their data is gone with the Rdma
+        }
+        for (SharedReceiveQueue q : List.copyOf(sharedQueues)) {
+            q.closeWithRdma();   // after its connections' QPs are gone, before the device's PD
         }
         pool.close();
         device.close();

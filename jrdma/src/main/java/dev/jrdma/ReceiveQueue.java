@@ -7,6 +7,7 @@ import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.MemoryRegistration;
 import dev.jrdma.spi.QueuePair;
+import dev.jrdma.spi.Srq;
 import dev.jrdma.spi.WorkCompletion;
 
 import java.lang.foreign.Arena;
@@ -23,6 +24,8 @@ import java.util.function.BiConsumer;
  * delivery of what arrives in them (to the {@code onReceive} callback, to a waiting
  * {@code receive()}, or kept until one asks) as {@link Message}s; and the re-post of a buffer
  * when its message is closed. A message's buffer outlives the connection until it is closed.
+ * With a {@link SharedReceiveQueue} the buffers are the shared queue's: nothing is posted here, a
+ * receive completion names a shared buffer, and a closed message posts it back to the shared queue.
  */
 final class ReceiveQueue {
     private static final System.Logger LOG = System.getLogger("dev.jrdma");
@@ -37,6 +40,10 @@ final class ReceiveQueue {
     private final boolean confined;
     private final int depth;
     private final int bufferSize;
+    /** The shared queue the messages arrive in, or null for buffers of this connection's own. */
+    private final SharedReceiveQueue shared;
+    /** The provider's queue of {@link #shared}, once joined (the QP is created with it). */
+    private Srq sharedQueue;
     private QueuePair qp;
     private Arena memory;   // guarded by this once released
     private MemoryRegistration registration;
@@ -65,10 +72,15 @@ final class ReceiveQueue {
         this.confined = connection.io.isConfined();
         this.depth = config.receiveQueueDepth();
         this.bufferSize = config.receiveBufferSize();
+        this.shared = config.sharedReceiveQueue();
     }
 
-    /** Registers the buffers; before the QP exists. */
+    /** Registers the buffers (or joins the shared queue); before the QP exists. */
     void prepare(Device device) {
+        if (shared != null) {
+            sharedQueue = shared.join();
+            return;
+        }
         memory = Arena.ofShared();
         MemorySegment buffers = memory.allocate((long) bufferSize * depth, 64);
         registration = device.register(buffers, AccessFlags.LOCAL_WRITE);
@@ -77,6 +89,9 @@ final class ReceiveQueue {
     /** The QP exists (INIT): post every receive, before the peer can send. */
     void attach(QueuePair qp) {
         this.qp = qp;
+        if (shared != null) {
+            return;   // the shared queue's receives are posted already
+        }
         synchronized (postLock) {
             for (int i = 0; i < depth; i++) {
                 post(i);
@@ -98,9 +113,18 @@ final class ReceiveQueue {
         return posted == 0;
     }
 
+    /** The provider's shared receive queue the QP is created with, or null. */
+    Srq sharedQueue() {
+        return sharedQueue;
+    }
+
     /** A receive completed (on the completing thread): deliver its message, or fail the connection. */
     void onCompletion(int buffer, int status, int opcode, int byteLen, int imm, boolean withImm) {
-        if (confined) {
+        if (shared != null) {
+            if (status != WorkCompletion.SUCCESS) {
+                shared.failed(buffer);   // the buffer is the shared queue's again
+            }
+        } else if (confined) {
             posted--;
         } else {
             synchronized (postLock) {
@@ -120,11 +144,13 @@ final class ReceiveQueue {
         }
         boolean write = opcode == WorkCompletion.OP_RECV_RDMA_WITH_IMM;
         counters.received(write ? 0 : byteLen);
-        MemorySegment data = view(buffer, write ? 0 : byteLen);
-        if (confined) {
-            lent.setPlain(lent.getPlain() + 1);
-        } else {
-            lent.incrementAndGet();
+        MemorySegment data = shared != null ? shared.received(buffer, write ? 0 : byteLen) : view(buffer, write ? 0 : byteLen);
+        if (shared == null) {   // (the shared queue counts what it lends itself)
+            if (confined) {
+                lent.setPlain(lent.getPlain() + 1);
+            } else {
+                lent.incrementAndGet();
+            }
         }
         BiConsumer<Connection, Message> cb = onReceive;
         if (cb != null && !lending) {
@@ -244,6 +270,10 @@ final class ReceiveQueue {
 
     /** A message's buffer is free again: post it, unless the connection is going down. */
     void repost(int buffer) {
+        if (shared != null) {
+            shared.repost(buffer);
+            return;
+        }
         int left;
         if (confined) {
             connection.io.checkOwner("Message.close");
@@ -270,6 +300,13 @@ final class ReceiveQueue {
      * out. Returns true when they are freed already.
      */
     boolean release() {
+        if (shared != null) {
+            if (sharedQueue != null) {
+                sharedQueue = null;
+                shared.leave();
+            }
+            return true;   // its buffers are the shared queue's
+        }
         if (registration != null) {
             registration.close();
         }

@@ -86,6 +86,16 @@ public interface Device extends AutoCloseable {
         return false;
     }
 
+    /**
+     * Creates a shared receive queue of at least {@code capacity} receives (one scatter entry
+     * each) on this device's protection domain; {@code onLimit} runs when an armed limit is
+     * crossed ({@link Srq#armLimit}). A device without shared receive queues
+     * throws {@link UnsupportedCapabilityException}.
+     */
+    default Srq createSrq(int capacity, Runnable onLimit) {
+        throw new UnsupportedCapabilityException("shared receive queues", name(), null);
+    }
+
     /** A completion channel: one fd that reports events of every CQ made with it. */
     CompletionChannel createCompletionChannel();
 

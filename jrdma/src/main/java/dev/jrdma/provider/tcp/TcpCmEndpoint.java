@@ -8,6 +8,7 @@ import dev.jrdma.spi.CmEventHandler;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.QueuePair;
 import dev.jrdma.spi.QueuePairOwner;
+import dev.jrdma.spi.Srq;
 import dev.jrdma.spi.QueuePairSpec;
 
 import java.lang.foreign.Arena;
@@ -141,7 +142,8 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
             fail(handler, err);
             return;
         }
-        qp = new TcpQueuePair(fd, qpNum, manager.registrations(), cq, spec, owner.postMonitor(), this, manager.sameHost());
+        qp = new TcpQueuePair(fd, qpNum, manager.registrations(), cq, spec, owner.postMonitor(), this, manager.sameHost(),
+                sharedReceives(owner));
         owner.onQueuePair(qp);
         phase = Phase.HELLO_SENT;
         manager.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);
@@ -417,6 +419,18 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         }
     }
 
+    /** The owner's shared receive queue, when it has one; it must be this device's. */
+    private TcpSharedReceiveQueue sharedReceives(QueuePairOwner owner) {
+        Srq srq = owner.srq();
+        if (srq == null) {
+            return null;
+        }
+        if (!(srq instanceof TcpSharedReceiveQueue t) || !t.of(manager.registrations())) {
+            throw new IllegalArgumentException("the shared receive queue " + srq + " is another device's");
+        }
+        return t;
+    }
+
     // ---------------------------------------------------------------- CmEndpoint
 
     @Override
@@ -429,7 +443,7 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
             Sockets.setTrafficClass(fd, qpSpec.trafficClass());   // this side's packets: each side marks its own
         }
         qp = new TcpQueuePair(fd, qpNum, manager.registrations(), (TcpCompletionQueue) completionQueue, qpSpec,
-                owner.postMonitor(), this, manager.sameHost());
+                owner.postMonitor(), this, manager.sameHost(), sharedReceives(owner));
         owner.onQueuePair(qp);
         deadlineNanos = System.nanoTime() + manager.limits().handshakeTimeoutNanos();   // the client's turn begins now
         phase = Phase.ACCEPT_SENT;

@@ -1,6 +1,7 @@
 package dev.jrdma.provider.tcp;
 
 import dev.jrdma.spi.ShareableMemory;
+import dev.jrdma.spi.Srq;
 import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionLimits;
@@ -36,7 +37,7 @@ final class TcpDevice implements Device {
         this.sameHost = sameHost;
     }
     private static final DeviceCapabilities CAPS = new DeviceCapabilities(32768, 1, 1 << 20, 128, 128,
-            Long.MAX_VALUE, true, false, false, false);
+            Long.MAX_VALUE, true, false, true, false);
     private final TcpRegistrations registrations = new TcpRegistrations();
     private final AtomicInteger qpNums = new AtomicInteger(0x100);
     private final byte[] bootId = readBootId();
@@ -112,6 +113,11 @@ final class TcpDevice implements Device {
     @Override
     public CompletionQueue createCompletionQueue(int depth, CompletionChannel channel) {
         return new TcpCompletionQueue(depth, (TcpCompletionChannel) channel);
+    }
+
+    @Override
+    public Srq createSrq(int capacity, Runnable onLimit) {
+        return new TcpSharedReceiveQueue(registrations, capacity, onLimit);
     }
 
     @Override

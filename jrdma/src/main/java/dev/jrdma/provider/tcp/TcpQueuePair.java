@@ -94,8 +94,10 @@ final class TcpQueuePair implements QueuePair {
     /** The same-host mapping protocol (MAP and UNMAP frames), for a peer of this host or not. */
     private final SameHostMapping mapping;
 
-    // ---- receive ring: receives posted, consumed by incoming SENDs / WRITE_WITH_IMMs.
-    final TcpReceiveQueue rq;
+    // ---- receives, consumed by incoming SENDs / WRITE_WITH_IMMs: this QP's own ring, or a shared queue's
+    final ReceiveSource rq;
+    /** This QP's own receive ring; null when it takes its receives from a shared queue. */
+    private final TcpReceiveQueue ownReceives;
 
     // ---- transmit side, shared by posters and the progress thread
     /**
@@ -110,7 +112,7 @@ final class TcpQueuePair implements QueuePair {
     private final int trafficClass;
 
     TcpQueuePair(int fd, int qpNum, TcpRegistrations registrations, TcpCompletionQueue cq, QueuePairSpec spec,
-                 Object postMonitor, Events events, TcpSameHost support) {
+                 Object postMonitor, Events events, TcpSameHost support, TcpSharedReceiveQueue srq) {
         this.fd = fd;
         this.trafficClass = Sockets.trafficClass(fd);
         this.qpNum = qpNum;
@@ -123,7 +125,8 @@ final class TcpQueuePair implements QueuePair {
         requester = new TcpRequester(this, spec.sendDepth(), spec.retryCount(), spec.ackTimeout());
         responder = new TcpResponder(this, spec);
         mapping = new SameHostMapping(this);
-        rq = new TcpReceiveQueue(spec.recvDepth());
+        ownReceives = srq == null ? new TcpReceiveQueue(spec.recvDepth()) : null;
+        rq = srq == null ? ownReceives : srq.share(this);
         rings = support == null ? null : support.link();
         cq.attach(this);
     }
@@ -270,14 +273,22 @@ final class TcpQueuePair implements QueuePair {
         if (length > 0 && registrations.check(lkey, localAddr, length, AccessFlags.LOCAL_WRITE, null) == null) {
             return Errno.EINVAL;
         }
-        int rc = rq.post(wrId, localAddr, length, lkey);
+        if (ownReceives == null) {
+            return Errno.EINVAL;   // its receives come from a shared queue (ibv_post_recv on such a QP: EINVAL)
+        }
+        int rc = ownReceives.post(wrId, localAddr, length, lkey);
         if (rc != 0) {
             return rc;
         }
-        if (responder.waitsForReceive() && cq.channel != null) {
-            cq.channel.wake();   // a parked SEND may go now
-        }
+        receivePosted();
         return 0;
+    }
+
+    /** A receive was posted, here or to the shared queue this QP waited on: a parked SEND may go now. */
+    void receivePosted() {
+        if (responder.waitsForReceive() && cq.channel != null) {
+            cq.channel.wake();
+        }
     }
 
     @Override
@@ -493,9 +504,7 @@ final class TcpQueuePair implements QueuePair {
             return;
         }
         requester.flush();
-        while (!rq.isEmpty()) {
-            cq.add(rq.take(), WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
-        }
+        rq.flush(cq);
     }
 
     /**

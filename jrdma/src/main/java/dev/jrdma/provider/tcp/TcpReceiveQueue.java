@@ -1,6 +1,7 @@
 package dev.jrdma.provider.tcp;
 
 import dev.jrdma.os.Errno;
+import dev.jrdma.spi.WorkCompletion;
 
 /**
  * A tcp queue pair's receive queue: receives posted by the owner (one posting thread at a time),
@@ -8,7 +9,7 @@ import dev.jrdma.os.Errno;
  * entry of position p is at {@code (p - 1) & mask}; the poster publishes {@code tail}, the
  * progress thread {@code head}.
  */
-final class TcpReceiveQueue {
+final class TcpReceiveQueue implements ReceiveSource {
     private final int mask;
     private final int depth;
     private final long[] wrId, address;
@@ -46,24 +47,46 @@ final class TcpReceiveQueue {
         return head == tail;
     }
 
-    /** The oldest receive's buffer: address, length, key (only when not {@link #isEmpty}). */
-    long headAddress() {
+    /** The oldest receive is the held one: nothing to hand out, it stays first until taken. */
+    @Override
+    public boolean claim() {
+        return head != tail;
+    }
+
+    @Override
+    public boolean holds() {
+        return head != tail;
+    }
+
+    /** The oldest receive's buffer: address, length, key (only when one {@link #holds}). */
+    @Override
+    public long address() {
         return address[(int) head & mask];
     }
 
-    int headLength() {
+    @Override
+    public int length() {
         return length[(int) head & mask];
     }
 
-    int headLkey() {
+    @Override
+    public int lkey() {
         return lkey[(int) head & mask];
     }
 
     /** Takes the oldest receive; returns its work request id. On the progress thread. */
-    long take() {
+    @Override
+    public long take() {
         long h = head;
         long id = wrId[(int) h & mask];
         head = h + 1;
         return id;
+    }
+
+    @Override
+    public void flush(TcpCompletionQueue cq) {
+        while (head != tail) {
+            cq.add(take(), WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
+        }
     }
 }

@@ -485,7 +485,7 @@ final class TcpResponder implements AutoCloseable {
                     refuse(WorkCompletion.REM_ACCESS_ERR, "WRITE", "the region was closed while the write landed");
                 }
                 if (!refusing) {
-                    if ((f.type == SEND || (f.flags & FLAG_IMM) != 0) && !qp.rq.isEmpty()) {
+                    if ((f.type == SEND || (f.flags & FLAG_IMM) != 0) && qp.rq.holds()) {
                         // (An empty queue: the QP went to error while the payload landed, and flushed the receive.)
                         qp.cq.add(qp.rq.take(), revoked ? WorkCompletion.LOC_PROT_ERR : WorkCompletion.SUCCESS,
                                 f.type == SEND ? WorkCompletion.OP_RECV : WorkCompletion.OP_RECV_RDMA_WITH_IMM, f.length,
@@ -514,7 +514,7 @@ final class TcpResponder implements AutoCloseable {
      * within the RNR budget; past it, the request is refused with RNR_RETRY_EXC_ERR.
      */
     private boolean takeReceive(boolean forImm) {
-        if (qp.rq.isEmpty()) {
+        if (!qp.rq.claim()) {
             long now = System.nanoTime();
             if (rnrSince == 0) {
                 rnrSince = now;
@@ -537,18 +537,18 @@ final class TcpResponder implements AutoCloseable {
         if (forImm) {
             return true;   // the receive is consumed when the write completes
         }
-        if (f.length > qp.rq.headLength()) {
+        if (f.length > qp.rq.length()) {
             // RC: the receiver's WR completes with LOC_LEN_ERR, the sender's with REM_INV_REQ_ERR.
-            int room = qp.rq.headLength();
+            int room = qp.rq.length();
             qp.cq.add(qp.rq.take(), WorkCompletion.LOC_LEN_ERR, WorkCompletion.OP_RECV, f.length, 0, false);
             refuse(WorkCompletion.REM_INV_REQ_ERR, "SEND", f.length + " bytes exceed the receive buffer of "
                     + room);
             payload.drop(f.length);
             return true;
         }
-        TcpMemoryRegistration r = f.length == 0 ? null : qp.registrations.lookup(qp.rq.headLkey());
+        TcpMemoryRegistration r = f.length == 0 ? null : qp.registrations.lookup(qp.rq.lkey());
         if (r != null) {
-            payload.into(r, qp.rq.headAddress(), f.length);
+            payload.into(r, qp.rq.address(), f.length);
         } else {
             payload.drop(f.length);
         }

@@ -11,6 +11,7 @@ import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.QueuePair;
 import dev.jrdma.spi.QueuePairOwner;
+import dev.jrdma.spi.Srq;
 import dev.jrdma.spi.QueuePairSpec;
 
 import java.lang.foreign.Arena;
@@ -53,13 +54,25 @@ final class VerbsCmEndpoint implements CmEndpoint {
         return SockAddr.toInet(RdmaCmId.srcAddr(id));
     }
 
-    /** rdma_create_qp on this id with the device's PD. */
-    void createQp(CompletionQueue cq, QueuePairSpec spec) {
+    /**
+     * rdma_create_qp on this id with the device's PD; with the owner's shared receive queue, if
+     * it has one (then the QP has no receive queue of its own).
+     */
+    void createQp(CompletionQueue cq, QueuePairSpec spec, QueuePairOwner owner) {
         MemorySegment cqSeg = ((VerbsCompletionQueue) cq).cq;
+        Srq shared = owner.srq();
+        MemorySegment srq = MemorySegment.NULL;
+        if (shared != null) {
+            if (!(shared instanceof VerbsSharedReceiveQueue v) || v.device.pd.address() != manager.device.pd.address()) {
+                throw new IllegalArgumentException("the shared receive queue " + shared + " is not of "
+                        + manager.device.name() + "'s protection domain");
+            }
+            srq = v.srq;
+        }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment init = a.allocate(IbvQpInitAttr.LAYOUT);
-            IbvQpInitAttr.set(init, cqSeg, cqSeg, MemorySegment.NULL, spec.sendDepth(), spec.recvDepth(),
-                    spec.maxSendSge(), spec.maxRecvSge(), spec.maxInlineData(), IbvQp.QPT_RC, false);
+            IbvQpInitAttr.set(init, cqSeg, cqSeg, srq, spec.sendDepth(), shared != null ? 0 : spec.recvDepth(),
+                    spec.maxSendSge(), shared != null ? 0 : spec.maxRecvSge(), spec.maxInlineData(), IbvQp.QPT_RC, false);
             MemorySegment raw = LibRdmacm.createQp(id, manager.device.pd, init);
             qp = new VerbsQueuePair(raw, manager.device.context, init, spec);
         }
@@ -95,7 +108,7 @@ final class VerbsCmEndpoint implements CmEndpoint {
 
     @Override
     public void accept(CompletionQueue cq, QueuePairSpec spec, byte[] privateData, QueuePairOwner owner) {
-        createQp(cq, spec);
+        createQp(cq, spec, owner);
         owner.onQueuePair(qp);
         applyAckTimeout(spec);
         withConnParam(spec, privateData, p -> LibRdmacm.accept(id, p));

@@ -181,7 +181,7 @@ final class VerbsConnectionManager implements ConnectionManager {
             }
             case RdmaCmEvent.ROUTE_RESOLVED -> {
                 try {
-                    ep.createQp(ep.pendingCq, ep.pendingSpec);
+                    ep.createQp(ep.pendingCq, ep.pendingSpec, ep.pendingOwner);
                     ep.pendingOwner.onQueuePair(ep.queuePair());
                     ep.applyAckTimeout(ep.pendingSpec);
                     VerbsCmEndpoint.withConnParam(ep.pendingSpec, ep.pendingPrivateData, p -> LibRdmacm.connect(ep.id, p));

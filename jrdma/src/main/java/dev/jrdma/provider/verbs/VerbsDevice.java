@@ -19,6 +19,7 @@ import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
+import dev.jrdma.spi.Srq;
 import dev.jrdma.device.DeviceCapabilities;
 import dev.jrdma.spi.DeviceEventHandler;
 import dev.jrdma.spi.MemoryRegistration;
@@ -235,6 +236,14 @@ final class VerbsDevice implements Device {
     }
 
     @Override
+    public Srq createSrq(int capacity, Runnable onLimit) {
+        if (!capabilities.srq()) {
+            throw new UnsupportedCapabilityException("shared receive queues (max_srq 0)", name(), null);
+        }
+        return new VerbsSharedReceiveQueue(this, capacity, onLimit);
+    }
+
+    @Override
     public int eventFd() {
         return IbvContext.asyncFd(context);
     }
@@ -254,7 +263,11 @@ final class VerbsDevice implements Device {
                 int qpNum = IbvAsyncEvent.aboutQp(type)
                         ? IbvQp.qpNum(IbvAsyncEvent.element(event).reinterpret(IbvQp.LAYOUT.byteSize())) : -1;
                 int port = IbvAsyncEvent.aboutPort(type) ? IbvAsyncEvent.portNum(event) : -1;
+                long srq = type == IbvAsyncEvent.SRQ_LIMIT_REACHED ? IbvAsyncEvent.element(event).address() : 0;
                 LibIbverbs.ackAsyncEvent(event);
+                if (srq != 0) {
+                    VerbsSharedReceiveQueue.limitReached(srq);   // the SRQ's own listener; the device's hear of it too
+                }
                 String name = IbvAsyncEvent.name(type);
                 boolean fatal = IbvAsyncEvent.fatal(type);
                 for (VerbsDevice d : OPEN.getOrDefault(context.address(), List.of())) {

@@ -28,6 +28,11 @@ public final class IbvSrqInitAttr {
         a.set(U32, offset(LAYOUT, "attr.max_sge"), maxSge);
     }
 
+    /** {@code attr.max_wr}: after {@code ibv_create_srq}, what the device granted. */
+    public static int maxWr(MemorySegment a) {
+        return a.get(U32, offset(LAYOUT, "attr.max_wr"));
+    }
+
     /** Fills a {@code struct ibv_srq_attr} ({@link #ATTR}) for {@code ibv_modify_srq} with {@link #LIMIT}. */
     public static void setLimit(MemorySegment attr, int limit) {
         attr.fill((byte) 0);
