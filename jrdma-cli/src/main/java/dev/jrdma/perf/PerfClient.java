@@ -68,7 +68,7 @@ final class PerfClient implements AutoCloseable {
             this.mine = rdma.allocate(region);
             this.out = rdma.allocate(region);
             this.control = rdma.allocate(PerfControl.BYTES);
-            CompletableFuture<Connection> connecting = rdma.connectAsync(server, o.connectionConfig(mine, PerfServer.RECEIVE_DEPTH));
+            CompletableFuture<Connection> connecting = rdma.connectAsync(server, o.connectionConfig(rdma, mine, PerfServer.RECEIVE_DEPTH));
             this.c = PerfControl.await(rdma, null, connecting, "connecting to " + server);
             this.peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
             this.ackTimeout = c.queuePair().ackTimeout();

@@ -2,6 +2,7 @@ package dev.jrdma.perf;
 
 import dev.jrdma.ConnectionConfig;
 import dev.jrdma.LocalRegion;
+import dev.jrdma.Rdma;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -31,11 +32,13 @@ import java.util.List;
  * @param loopbackServer --loopback-server (not in the usage: --loopback starts it): the server
  *                   of a loopback run, in its own process, listening where --loopback's would
  * @param jfr        --jfr, a file this process records a JDK Flight Recorder recording into (null: none)
+ * @param useSrq     --use_srq (perftest's): each end receives in a shared receive queue of its
+ *                   receive depth instead of its connection's own receives
  */
 public record PerfOptions(PerfTest test, String host, int port, String device, String provider, List<Integer> sizes,
                           int iterations, int txDepth, boolean loopback, String format, String bind, int gidIndex,
                           String plot, int warmUp, int ackTimeout, int outReads,
-                          int postList, boolean loopbackServer, String jfr) {
+                          int postList, boolean loopbackServer, String jfr, boolean useSrq) {
 
     /** perftest's -u default: 4.096 µs × 2<sup>14</sup>, 67 ms. */
     static final int DEFAULT_ACK_TIMEOUT = 14;
@@ -71,6 +74,8 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                                      of its own, on 127.0.0.1 or the device's address)
               --bind ADDRESS         the server's address (default: all; with --loopback 127.0.0.1, or on
                                      verbs the device's first RoCE v2 IPv4 address)
+              --use_srq              receive in a shared receive queue (Rdma.sharedReceiveQueue) of the
+                                     receive depth, on each end, as perftest's --use_srq
               --json | --csv         machine-readable output instead of the table
               --plot FILE.png        also draw the results: latency percentiles or bandwidth, by size
               --jfr FILE.jfr         record this process in a JDK Flight Recorder file: the JVM's default
@@ -93,7 +98,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         String host = null, device = null, provider = "auto", format = "text", bind = null, plot = null, jfr = null;
         int port = 18515, size = -1, iterations = -1, txDepth = 128, gidIndex = -1, warmUp = -1,
                 ackTimeout = DEFAULT_ACK_TIMEOUT, outReads = -1, postList = 1;
-        boolean all = false, loopback = false, loopbackServer = false;
+        boolean all = false, loopback = false, loopbackServer = false, useSrq = false;
         for (int i = 1; i < args.length; i++) {
             String a = args[i];
             switch (a) {
@@ -106,6 +111,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                 case "--provider" -> provider = value(args, ++i, a);
                 case "--loopback" -> loopback = true;
                 case "--loopback-server" -> loopbackServer = true;
+                case "--use_srq", "--use-srq" -> useSrq = true;
                 case "--bind" -> bind = value(args, ++i, a);
                 case "-x", "--gid-index" -> gidIndex = number(args, ++i, a, 0, 255);
                 case "--plot" -> plot = value(args, ++i, a);
@@ -187,7 +193,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         }
         return new PerfOptions(test, host, port, device, provider, List.copyOf(sizes), iterations, txDepth,
                 loopback || loopbackServer, format, bind, gidIndex, plot, warmUp, ackTimeout, outReads, postList, loopbackServer,
-                jfr);
+                jfr, useSrq);
     }
 
     private static String value(String[] args, int i, String option) {
@@ -218,10 +224,14 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
      * What both ends connect with: {@code exposed}'s descriptor for the peer, receive buffers for
      * the largest send, {@code receiveDepth} receives, and the QP settings (-u, -o, perftest's RNR timer).
      */
-    ConnectionConfig connectionConfig(LocalRegion exposed, int receiveDepth) {
+    ConnectionConfig connectionConfig(Rdma rdma, LocalRegion exposed, int receiveDepth) {
+        int bufferSize = Math.max(64, test.send() ? maxSize() : 64);
         ConnectionConfig.Builder b = ConnectionConfig.builder().privateData(exposed.toRemote().toDescriptor())
-                .receiveBufferSize(Math.max(64, test.send() ? maxSize() : 64)).receiveQueueDepth(receiveDepth)
+                .receiveBufferSize(bufferSize).receiveQueueDepth(receiveDepth)
                 .ackTimeout(ackTimeout).minRnrTimer(MIN_RNR_TIMER).maxRdAtomic(outReads);
+        if (useSrq) {
+            b.sharedReceiveQueue(rdma.sharedReceiveQueue(receiveDepth, bufferSize));   // closed with the Rdma
+        }
         if (loopback || loopbackServer) {
             // The server is a JVM this command has just started: its first accept (the native calls'
             // first linking, a cold JIT) took longer than the default 10 s on an emulated CPU.

@@ -41,6 +41,9 @@ final class PerfReport {
             out.printf(Locale.ROOT, " QP ack timeout  : %d (4.096 usec x 2^%d = %.1f ms)%n", ackTimeout, ackTimeout,
                     (4096L << ackTimeout) / 1e6);
         }
+        if (o.useSrq()) {
+            out.println(" Use SRQ         : ON (each end receives in a shared receive queue)");
+        }
         if (!t.latency()) {
             out.printf(" TX depth        : %d%n", facts.window());
             out.printf(" Post List       : %d%s%n", Math.min(o.postList(), facts.window()),

@@ -65,7 +65,7 @@ final class PerfServer implements AutoCloseable {
             this.mine = rdma.allocate(REGION);
             this.out = rdma.allocate(REGION);
             this.control = rdma.allocate(PerfControl.BYTES);
-            this.listener = rdma.listen(address(o, rdma), o.connectionConfig(mine, receiveDepth(o)), accepted::set);
+            this.listener = rdma.listen(address(o, rdma), o.connectionConfig(rdma, mine, receiveDepth(o)), accepted::set);
         } catch (RuntimeException e) {
             rdma.close();
             throw e;
