@@ -57,6 +57,9 @@ public final class IbvSendWr {
     private static final long ATOMIC_COMPARE_ADD = offset(LAYOUT, "wr.atomic.compare_add");
     private static final long ATOMIC_SWAP = offset(LAYOUT, "wr.atomic.swap");
     private static final long ATOMIC_RKEY = offset(LAYOUT, "wr.atomic.rkey");
+    private static final long UD_AH = offset(LAYOUT, "wr.ud.ah");
+    private static final long UD_REMOTE_QPN = offset(LAYOUT, "wr.ud.remote_qpn");
+    private static final long UD_REMOTE_QKEY = offset(LAYOUT, "wr.ud.remote_qkey");
 
     private IbvSendWr() {
     }
@@ -69,6 +72,13 @@ public final class IbvSendWr {
         wr.set(INT, NUM_SGE, numSge);
         wr.set(INT, OPCODE, opcode);
         wr.set(U32, SEND_FLAGS, sendFlags);
+    }
+
+    /** A UD send's destination: its address handle, QP number and Q_Key. */
+    public static void ud(MemorySegment wr, MemorySegment ah, int remoteQpn, int remoteQkey) {
+        wr.set(PTR, UD_AH, ah);
+        wr.set(U32, UD_REMOTE_QPN, remoteQpn);
+        wr.set(U32, UD_REMOTE_QKEY, remoteQkey);
     }
 
     /** Chains {@code next} after {@code wr} (one doorbell for a list of requests). */

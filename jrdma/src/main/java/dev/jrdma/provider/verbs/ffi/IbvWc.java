@@ -69,6 +69,7 @@ public final class IbvWc {
     public static int vendorErr(MemorySegment wcs, int index) { return wcs.get(U32, index * SIZE + VENDOR_ERR); }
     public static int byteLen(MemorySegment wcs, int index) { return wcs.get(U32, index * SIZE + BYTE_LEN); }
     public static int qpNum(MemorySegment wcs, int index) { return wcs.get(U32, index * SIZE + QP_NUM); }
+    public static int srcQp(MemorySegment wcs, int index) { return wcs.get(U32, index * SIZE + offset(LAYOUT, "src_qp")); }
     public static int wcFlags(MemorySegment wcs, int index) { return wcs.get(U32, index * SIZE + WC_FLAGS); }
 
     /** The immediate data in host order (it travels in network order); valid when {@link #WITH_IMM} is set. */

@@ -56,6 +56,10 @@ public final class LibIbverbs {
     private static final MethodHandle CREATE_SRQ = Downcalls.withErrno(LIB, "ibv_create_srq", of(PTR, PTR, PTR));
     private static final MethodHandle MODIFY_SRQ = Downcalls.withErrno(LIB, "ibv_modify_srq", of(INT, PTR, PTR, INT));
     private static final MethodHandle DESTROY_SRQ = Downcalls.withErrno(LIB, "ibv_destroy_srq", of(INT, PTR));
+    private static final MethodHandle CREATE_AH = Downcalls.withErrno(LIB, "ibv_create_ah", of(PTR, PTR, PTR));
+    private static final MethodHandle CREATE_AH_FROM_WC = Downcalls.withErrno(LIB, "ibv_create_ah_from_wc",
+            of(PTR, PTR, PTR, PTR, U8));
+    private static final MethodHandle DESTROY_AH = Downcalls.withErrno(LIB, "ibv_destroy_ah", of(INT, PTR));
     private static final MethodHandle GET_ASYNC_EVENT = Downcalls.withErrno(LIB, "ibv_get_async_event", of(INT, PTR, PTR));
     private static final MethodHandle ACK_ASYNC_EVENT = Downcalls.plain(LIB, "ibv_ack_async_event", ofVoid(PTR));
     private static final MethodHandle EVENT_TYPE_STR = Downcalls.plain(LIB, "ibv_event_type_str", of(PTR, INT));
@@ -495,6 +499,39 @@ public final class LibIbverbs {
     public static void destroySrq(MemorySegment srq) {
         try {
             Errno.check((int) DESTROY_SRQ.invokeExact(Errno.capture(), srq), "ibv_destroy_srq", null);
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
+    // ---- address handles (UD)
+
+    /** {@code ibv_create_ah}: an address handle for UD sends to the destination {@code ahAttr} (a {@code struct ibv_ah_attr}) names. */
+    public static MemorySegment createAh(MemorySegment pd, MemorySegment ahAttr) {
+        try {
+            return checkPtr((MemorySegment) CREATE_AH.invokeExact(Errno.capture(), pd, ahAttr), "ibv_create_ah", null);
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code ibv_create_ah_from_wc}: an address handle back to the sender of a UD receive, from its
+     * work completion ({@code wc}, one {@code struct ibv_wc}) and the 40-byte GRH at the start of
+     * its buffer.
+     */
+    public static MemorySegment createAhFromWc(MemorySegment pd, MemorySegment wc, MemorySegment grh, int port) {
+        try {
+            return checkPtr((MemorySegment) CREATE_AH_FROM_WC.invokeExact(Errno.capture(), pd, wc, grh, (byte) port),
+                    "ibv_create_ah_from_wc", null);
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
+    public static void destroyAh(MemorySegment ah) {
+        try {
+            Errno.check((int) DESTROY_AH.invokeExact(Errno.capture(), ah), "ibv_destroy_ah", null);
         } catch (Throwable t) {
             throw NativeCalls.rethrow(t);
         }

@@ -41,6 +41,8 @@ public final class LibRdmacm {
     private static final MethodHandle GET_DEVICES = Downcalls.withErrno(LIB, "rdma_get_devices", of(PTR, PTR));
     private static final MethodHandle FREE_DEVICES = Downcalls.plain(LIB, "rdma_free_devices", ofVoid(PTR));
     private static final MethodHandle SET_OPTION = Downcalls.withErrno(LIB, "rdma_set_option", of(INT, PTR, INT, INT, PTR, SIZE_T));
+    private static final MethodHandle JOIN_MULTICAST = Downcalls.withErrno(LIB, "rdma_join_multicast", of(INT, PTR, PTR, PTR));
+    private static final MethodHandle LEAVE_MULTICAST = Downcalls.withErrno(LIB, "rdma_leave_multicast", of(INT, PTR, PTR));
     private static final MethodHandle MIGRATE_ID = Downcalls.withErrno(LIB, "rdma_migrate_id", of(INT, PTR, PTR));
 
     private LibRdmacm() {
@@ -299,6 +301,30 @@ public final class LibRdmacm {
     public static void freeDevices(MemorySegment list) {
         try {
             FREE_DEVICES.invokeExact(list);
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code rdma_join_multicast}: joins the group at {@code addr} (a sockaddr) on the id's device;
+     * completes with MULTICAST_JOIN (its {@code param.ud} names the group's AH, QPN and Q_Key) or
+     * MULTICAST_ERROR. A QP rdma_cm made for the id is attached to the group by librdmacm.
+     */
+    public static void joinMulticast(MemorySegment id, MemorySegment addr, MemorySegment context) {
+        try {
+            check((int) JOIN_MULTICAST.invokeExact(Errno.capture(), id, addr, context), "rdma_join_multicast",
+                    String.valueOf(SockAddr.toInet(addr)));
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
+    /** {@code rdma_leave_multicast}: leaves (and detaches the id's QP from) the group at {@code addr}. */
+    public static void leaveMulticast(MemorySegment id, MemorySegment addr) {
+        try {
+            check((int) LEAVE_MULTICAST.invokeExact(Errno.capture(), id, addr), "rdma_leave_multicast",
+                    String.valueOf(SockAddr.toInet(addr)));
         } catch (Throwable t) {
             throw NativeCalls.rethrow(t);
         }

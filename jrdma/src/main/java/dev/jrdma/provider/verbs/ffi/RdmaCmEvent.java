@@ -52,6 +52,26 @@ public final class RdmaCmEvent {
         return of(e).asSlice(offset(LAYOUT, "param.conn"), RdmaConnParam.LAYOUT);
     }
 
+    /** The {@code param.ud} member, valid for UD events (ESTABLISHED on a UDP id, MULTICAST_JOIN). */
+    public static MemorySegment ud(MemorySegment e) {
+        return of(e).asSlice(offset(LAYOUT, "param.ud"), UD_PARAM);
+    }
+
+    /** {@code param.ud.ah_attr}: the destination, as {@code ibv_create_ah} takes it. */
+    public static MemorySegment udAhAttr(MemorySegment e) {
+        return ud(e).asSlice(offset(UD_PARAM, "ah_attr"), IbvQpAttr.AH_ATTR);
+    }
+
+    /** {@code param.ud.qp_num}: the remote QP (0xFFFFFF for a multicast group). */
+    public static int udQpNum(MemorySegment e) {
+        return ud(e).get(U32, offset(UD_PARAM, "qp_num"));
+    }
+
+    /** {@code param.ud.qkey}: the Q_Key sends to it carry. */
+    public static int udQkey(MemorySegment e) {
+        return ud(e).get(U32, offset(UD_PARAM, "qkey"));
+    }
+
     /** The private data the peer sent with this event (copied), or an empty array. */
     public static byte[] privateData(MemorySegment e) {
         MemorySegment conn = conn(e);

@@ -43,6 +43,11 @@ public final class RdmaConnParam {
         p.set(U8, offset(LAYOUT, "rnr_retry_count"), (byte) rnrRetry);
     }
 
+    /** {@code qp_num}: on a UD accept (SIDR reply), the QP the requester is to send to. */
+    public static void qpNum(MemorySegment p, int qpNum) {
+        p.set(U32, offset(LAYOUT, "qp_num"), qpNum);
+    }
+
     public static MemorySegment privateData(MemorySegment p) { return p.get(PTR, offset(LAYOUT, "private_data")); }
     public static int privateDataLen(MemorySegment p) { return Byte.toUnsignedInt(p.get(U8, offset(LAYOUT, "private_data_len"))); }
     public static int responderResources(MemorySegment p) { return Byte.toUnsignedInt(p.get(U8, offset(LAYOUT, "responder_resources"))); }

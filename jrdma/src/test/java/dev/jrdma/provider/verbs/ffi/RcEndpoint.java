@@ -29,10 +29,14 @@ final class RcEndpoint implements AutoCloseable {
     boolean useCompChannel;
     /** Set before {@link #createQp}: receives come from a shared receive queue. */
     boolean useSrq;
+    /** Set before {@link #createQp}: the QP's type (UD for datagrams; rdma_cm then moves it to RTS itself). */
+    int qpType = IbvQp.QPT_RC;
     MemorySegment compChannel;
     MemorySegment srq;
     private final List<MemorySegment> mrs = new ArrayList<>();
     private final MemorySegment wcs = arena.allocate(IbvWc.LAYOUT, 16);
+    /** The last completion polled, whole (a UD reply's address handle is made from it). */
+    final MemorySegment lastWc = arena.allocate(IbvWc.LAYOUT);
     private final MemorySegment sendWr = arena.allocate(IbvSendWr.LAYOUT);
     private final MemorySegment recvWr = arena.allocate(IbvRecvWr.LAYOUT);
     private final MemorySegment sge = arena.allocate(IbvSge.LAYOUT);
@@ -48,15 +52,18 @@ final class RcEndpoint implements AutoCloseable {
     }
 
     /** A completion as read from the CQ. */
-    record Wc(long wrId, int status, int opcode, int byteLen, int wcFlags, int imm) {
+    record Wc(long wrId, int status, int opcode, int byteLen, int wcFlags, int imm, int srcQp) {
         String statusName() {
             return IbvWc.statusName(status);
         }
     }
 
-    /** A connection event, copied out before the event is acknowledged. */
+    /**
+     * A connection event, copied out before the event is acknowledged; for UD events (a UDP id's
+     * ESTABLISHED, MULTICAST_JOIN) also {@code param.ud}: the AH attributes (copied), QPN and Q_Key.
+     */
     record CmEvent(int type, int status, MemorySegment id, byte[] privateData, int responderResources,
-                   int initiatorDepth) {
+                   int initiatorDepth, MemorySegment udAhAttr, int udQpn, int udQkey) {
     }
 
     /** Waits up to {@code timeoutMs} for the next rdma_cm event on this endpoint's channel. */
@@ -72,10 +79,12 @@ final class RcEndpoint implements AutoCloseable {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment event = LibRdmacm.getCmEvent(channel, a);
                 MemorySegment conn = RdmaCmEvent.conn(event);
+                MemorySegment ah = arena.allocate(IbvQpAttr.AH_ATTR);
+                ah.copyFrom(RdmaCmEvent.udAhAttr(event));
                 CmEvent copy = new CmEvent(RdmaCmEvent.event(event), RdmaCmEvent.status(event),
                         RdmaCmEvent.id(event).reinterpret(RdmaCmId.LAYOUT.byteSize()),
                         RdmaCmEvent.privateData(event), RdmaConnParam.responderResources(conn),
-                        RdmaConnParam.initiatorDepth(conn));
+                        RdmaConnParam.initiatorDepth(conn), ah, RdmaCmEvent.udQpNum(event), RdmaCmEvent.udQkey(event));
                 LibRdmacm.ackCmEvent(event);
                 return copy;
             }
@@ -105,7 +114,7 @@ final class RcEndpoint implements AutoCloseable {
         }
         MemorySegment init = arena.allocate(IbvQpInitAttr.LAYOUT);
         IbvQpInitAttr.set(init, cq, cq, srq, QUEUE_DEPTH, useSrq ? 0 : QUEUE_DEPTH, 1, useSrq ? 0 : 1, 0,
-                IbvQp.QPT_RC, false);
+                qpType, false);
         qp = LibRdmacm.createQp(id, pd, init).reinterpret(IbvQp.LAYOUT.byteSize());
         assertTrue(IbvQpInitAttr.maxSendWr(init) >= QUEUE_DEPTH, "granted send queue depth");
         postSendFn = IbvContext.postSendFn(context);
@@ -184,6 +193,14 @@ final class RcEndpoint implements AutoCloseable {
         return LibIbverbs.postSend(postSendFn, qp, sendWr, badWr);
     }
 
+    /** Posts one signaled UD send of {@code length} bytes of {@code mr} to the QP {@code qpn} behind {@code ah}. */
+    int postUdSend(long wrId, MemorySegment mr, int length, MemorySegment ah, int qpn, int qkey) {
+        IbvSge.set(sge, IbvMr.addr(mr), length, IbvMr.lkey(mr));
+        IbvSendWr.set(sendWr, wrId, sge, 1, IbvSendWr.WR_SEND, IbvSendWr.SEND_SIGNALED);
+        IbvSendWr.ud(sendWr, ah, qpn, qkey);
+        return LibIbverbs.postSend(postSendFn, qp, sendWr, badWr);
+    }
+
     /** Polls until {@code n} completions arrived or {@code timeoutMs} passed; returns them in order. */
     List<Wc> poll(int n, int timeoutMs) {
         List<Wc> got = new ArrayList<>();
@@ -193,7 +210,8 @@ final class RcEndpoint implements AutoCloseable {
             assertTrue(k >= 0, "ibv_poll_cq returned " + k);
             for (int i = 0; i < k; i++) {
                 got.add(new Wc(IbvWc.wrId(wcs, i), IbvWc.status(wcs, i), IbvWc.opcode(wcs, i),
-                        IbvWc.byteLen(wcs, i), IbvWc.wcFlags(wcs, i), IbvWc.immData(wcs, i)));
+                        IbvWc.byteLen(wcs, i), IbvWc.wcFlags(wcs, i), IbvWc.immData(wcs, i), IbvWc.srcQp(wcs, i)));
+                lastWc.copyFrom(wcs.asSlice((long) i * IbvWc.SIZE, IbvWc.SIZE));
             }
             if (k == 0) {
                 assertTrue(System.nanoTime() < deadline,
