@@ -17,6 +17,7 @@ import dev.jrdma.spi.Provider;
 import dev.jrdma.spi.QueuePair;
 import dev.jrdma.spi.QueuePairOwner;
 import dev.jrdma.spi.QueuePairSpec;
+import dev.jrdma.spi.Srq;
 import dev.jrdma.spi.WorkCompletion;
 
 import java.lang.foreign.MemorySegment;
@@ -59,7 +60,7 @@ public final class NoopProvider implements Provider {
 
         @Override
         public DeviceCapabilities capabilities() {
-            return new DeviceCapabilities(16384, 16, 1 << 20, 16, 16, 1L << 40, true, false, false, false);
+            return new DeviceCapabilities(16384, 16, 1 << 20, 16, 16, 1L << 40, true, false, true, false);
         }
 
         @Override
@@ -119,6 +120,11 @@ public final class NoopProvider implements Provider {
         }
 
         @Override
+        public Srq createSrq(int capacity, Runnable onLimit) {
+            return new NoopReceives(capacity);
+        }
+
+        @Override
         public ConnectionManager createConnectionManager() {
             return new NoopConnections();
         }
@@ -142,10 +148,61 @@ public final class NoopProvider implements Provider {
         }
     }
 
-    /** The completion queue and the queue pair in one: a ring of the signaled requests' ids and opcodes. */
+    /**
+     * Posted receives, in order: a queue pair's own, or a shared receive queue's. One thread posts
+     * and takes (the benchmark's client is INLINE).
+     */
+    private static final class NoopReceives implements Srq {
+        private final long[] ids;
+        private final int mask;
+        private final int capacity;
+        private long head, tail;
+
+        NoopReceives(int capacity) {
+            this.capacity = Math.max(1, capacity);
+            int size = Integer.highestOneBit(this.capacity) << 1;
+            ids = new long[size];
+            mask = size - 1;
+        }
+
+        @Override
+        public int capacity() {
+            return capacity;
+        }
+
+        @Override
+        public int postRecv(long wrId, long localAddr, int length, int lkey) {
+            if (tail - head >= capacity) {
+                return 12;   // ENOMEM
+            }
+            ids[(int) tail++ & mask] = wrId;
+            return 0;
+        }
+
+        /** The oldest receive's id, taken; -1 when none is posted. */
+        long take() {
+            return head == tail ? -1 : ids[(int) head++ & mask];
+        }
+
+        @Override
+        public void armLimit(int limit) {
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    /**
+     * The completion queue and the queue pair in one: a ring of the signaled requests' ids and
+     * opcodes. A SEND also lands here, as if the peer were this QP: it takes a posted receive (its
+     * own or the shared queue's) and completes it, with the send's length.
+     */
     private static final class NoopQueue implements CompletionQueue, QueuePair {
         private final long[] ids;
         private final int[] opcodes;
+        private final int[] lengths;
+        private NoopReceives receives;
         private final int mask;
         private long head, tail;
         private final QueuePairSpec granted;
@@ -155,7 +212,9 @@ public final class NoopProvider implements Provider {
             int capacity = Integer.highestOneBit(Math.max(2, depth)) << 1;
             ids = new long[capacity];
             opcodes = new int[capacity];
+            lengths = new int[capacity];
             mask = capacity - 1;
+            receives = new NoopReceives(depth);
             granted = new QueuePairSpec(depth, depth, 1, 1, 0, 16, 16, 7, 7);
         }
 
@@ -165,7 +224,7 @@ public final class NoopProvider implements Provider {
             while (n < max && head < tail) {
                 int i = (int) head++ & mask;
                 sink.onCompletion(ids[i], state == STATE_ERR ? WorkCompletion.WR_FLUSH_ERR : WorkCompletion.SUCCESS,
-                        opcodes[i], 8, 0, false);
+                        opcodes[i], lengths[i], 0, false);
                 n++;
             }
             return n;
@@ -196,11 +255,27 @@ public final class NoopProvider implements Provider {
                 if (tail - head > mask) {
                     return 12;   // ENOMEM: more outstanding than the queue holds
                 }
-                int i = (int) tail++ & mask;
-                ids[i] = wrId;
-                opcodes[i] = WorkCompletion.opcodeOf(opcode);
+                complete(wrId, WorkCompletion.opcodeOf(opcode), 8);
+            }
+            if (opcode == WR_SEND && state != STATE_ERR) {
+                long recv = receives.take();
+                if (recv >= 0 && tail - head <= mask) {
+                    complete(recv, WorkCompletion.OP_RECV, length);
+                }
             }
             return 0;
+        }
+
+        private void complete(long wrId, int opcode, int length) {
+            int i = (int) tail++ & mask;
+            ids[i] = wrId;
+            opcodes[i] = opcode;
+            lengths[i] = length;
+        }
+
+        /** The queue pair takes its receives from a shared queue. */
+        void shareReceives(Srq srq) {
+            receives = (NoopReceives) srq;
         }
 
         @Override
@@ -226,7 +301,7 @@ public final class NoopProvider implements Provider {
 
         @Override
         public int postRecv(long wrId, long localAddr, int length, int lkey) {
-            return 0;
+            return receives.postRecv(wrId, localAddr, length, lkey);
         }
 
         @Override
@@ -259,6 +334,9 @@ public final class NoopProvider implements Provider {
         public CmEndpoint connect(InetSocketAddress remote, CompletionQueue cq, QueuePairSpec spec, byte[] privateData,
                                   int timeoutMs, QueuePairOwner owner) {
             NoopQueue q = (NoopQueue) cq;
+            if (owner.srq() != null) {
+                q.shareReceives(owner.srq());
+            }
             CmEndpoint e = new CmEndpoint() {
                 private Object attachment;
 
