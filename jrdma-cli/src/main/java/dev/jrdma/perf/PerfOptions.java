@@ -32,7 +32,7 @@ import java.util.List;
  * @param loopbackServer --loopback-server (not in the usage: --loopback starts it): the server
  *                   of a loopback run, in its own process, listening where --loopback's would
  * @param jfr        --jfr, a file this process records a JDK Flight Recorder recording into (null: none)
- * @param useSrq     --use_srq (perftest's): each end receives in a shared receive queue of its
+ * @param useSrq     --use-srq (perftest's): each end receives in a shared receive queue of its
  *                   receive depth instead of its connection's own receives
  */
 public record PerfOptions(PerfTest test, String host, int port, String device, String provider, List<Integer> sizes,
@@ -74,8 +74,8 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                                      of its own, on 127.0.0.1 or the device's address)
               --bind ADDRESS         the server's address (default: all; with --loopback 127.0.0.1, or on
                                      verbs the device's first RoCE v2 IPv4 address)
-              --use_srq              receive in a shared receive queue (Rdma.sharedReceiveQueue) of the
-                                     receive depth, on each end, as perftest's --use_srq
+              --use-srq              receive in a shared receive queue (Rdma.sharedReceiveQueue) of the
+                                     receive depth, on each end, as perftest's --use-srq
               --json | --csv         machine-readable output instead of the table
               --plot FILE.png        also draw the results: latency percentiles or bandwidth, by size
               --jfr FILE.jfr         record this process in a JDK Flight Recorder file: the JVM's default
@@ -111,7 +111,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                 case "--provider" -> provider = value(args, ++i, a);
                 case "--loopback" -> loopback = true;
                 case "--loopback-server" -> loopbackServer = true;
-                case "--use_srq", "--use-srq" -> useSrq = true;
+                case "--use-srq", "--use_srq" -> useSrq = true;   // perftest spells it --use-srq
                 case "--bind" -> bind = value(args, ++i, a);
                 case "-x", "--gid-index" -> gidIndex = number(args, ++i, a, 0, 255);
                 case "--plot" -> plot = value(args, ++i, a);

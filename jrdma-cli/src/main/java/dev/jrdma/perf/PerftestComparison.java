@@ -80,7 +80,7 @@ public final class PerftestComparison {
 
     /** The bandwidth tests' post list for both tools (1: each operation posted alone). */
     private static int postList = 1;
-    /** Whether the send tests use --use_srq (both tools). */
+    /** Whether the send tests use --use-srq (both tools). */
     private static boolean srq;
 
     private PerftestComparison() {
@@ -101,7 +101,7 @@ public final class PerftestComparison {
         List<Case> cases = CASES.stream().filter(c -> only.equals(List.of("")) || only.contains(c.test())).toList();
         // -Djrdma.compare.postList=N: the bandwidth tests post N at a time, both tools (-l N).
         postList = Integer.getInteger("jrdma.compare.postList", 1);
-        // -Djrdma.compare.srq=true: the send tests receive in a shared receive queue, both tools (--use_srq).
+        // -Djrdma.compare.srq=true: the send tests receive in a shared receive queue, both tools (--use-srq).
         srq = Boolean.getBoolean("jrdma.compare.srq");
         for (int r = 0; r < rounds; r++) {
             for (Case c : cases) {
@@ -126,7 +126,7 @@ public final class PerftestComparison {
                             common = concat(common, List.of("-l", String.valueOf(postList)));
                         }
                         if (srq && c.test().startsWith("send")) {
-                            common = concat(common, List.of("--use_srq"));
+                            common = concat(common, List.of("--use-srq"));
                         }
                         server = concat(List.of("ib_" + c.test(), "-d", dev0), common);
                         client = concat(concat(List.of("ib_" + c.test(), "-d", dev1), common), List.of(ip));
@@ -140,8 +140,8 @@ public final class PerftestComparison {
                             client = concat(client, List.of("-l", String.valueOf(postList)));
                         }
                         if (srq && c.test().startsWith("send")) {
-                            server = concat(server, List.of("--use_srq"));
-                            client = concat(client, List.of("--use_srq"));
+                            server = concat(server, List.of("--use-srq"));
+                            client = concat(client, List.of("--use-srq"));
                         }
                     }
                     long retriesBefore = retries(dev0, dev1);
@@ -291,7 +291,7 @@ public final class PerftestComparison {
                 .append("receives up to 64 MiB).\n")
                 .append(postList > 1 ? "**This run's bandwidth tests post " + postList + " operations at a time, both tools (`-l " + postList
                         + "`): perftest a list of work requests with one completion for them, jrdma one `Batch`.**\n" : "")
-                .append(srq ? "**This run's send tests receive in a shared receive queue on both ends, both tools (`--use_srq`).**\n" : "")
+                .append(srq ? "**This run's send tests receive in a shared receive queue on both ends, both tools (`--use-srq`).**\n" : "")
                 .append("\n");
         md.append("| test | bytes | iterations | jrdma warm-up | perftest | jrdma | jrdma / perftest | target | met |\n")
                 .append("|---|---:|---:|---:|---:|---:|---:|---|---|\n");

@@ -95,11 +95,11 @@ class PerfCommandTest {
         assertTrue(json.out().contains("\"post_list\":7") && field(json.out(), "bw_avg_MBps").get(0) > 0, json.out());
     }
 
-    /** --use_srq (perftest's): both ends receive in a shared receive queue; the header says so. */
+    /** --use-srq (perftest's): both ends receive in a shared receive queue; the header says so. */
     @ParameterizedTest
     @CsvSource({"send_lat,tcp", "send_bw,shm"})
     void useSrqReceivesInASharedReceiveQueue(String test, String provider) {
-        Run r = perf(test, "--provider", provider, "--loopback", "-n", "500", "-s", "1024", "--warmup", "50", "--use_srq");
+        Run r = perf(test, "--provider", provider, "--loopback", "-n", "500", "-s", "1024", "--warmup", "50", "--use-srq");
         assertEquals(0, r.code(), r.err());
         assertTrue(r.out().contains(" Use SRQ         : ON"), r.out());
         assertTrue(Pattern.compile("\n 1024 +500 ").matcher(r.out()).find(), r.out());
