@@ -119,13 +119,14 @@ public final class PerftestComparison {
                     boolean perftest = (k == 0) == (r % 2 == 0);
                     port++;
                     List<String> server, client;
+                    boolean useSrq = srq && c.test().startsWith("send");   // perftest has --use-srq for send tests only
                     if (perftest) {
                         List<String> common = List.of("-x", gid, "-s", String.valueOf(c.size()), "-n", String.valueOf(c.iterations()),
                                 "-p", String.valueOf(port), "-F");
                         if (postList > 1 && !c.latency()) {
                             common = concat(common, List.of("-l", String.valueOf(postList)));
                         }
-                        if (srq && c.test().startsWith("send")) {
+                        if (useSrq) {
                             common = concat(common, List.of("--use-srq"));
                         }
                         server = concat(List.of("ib_" + c.test(), "-d", dev0), common);
@@ -139,7 +140,7 @@ public final class PerftestComparison {
                         if (postList > 1 && !c.latency()) {
                             client = concat(client, List.of("-l", String.valueOf(postList)));
                         }
-                        if (srq && c.test().startsWith("send")) {
+                        if (useSrq) {
                             server = concat(server, List.of("--use-srq"));
                             client = concat(client, List.of("--use-srq"));
                         }
