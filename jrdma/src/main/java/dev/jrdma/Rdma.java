@@ -1,5 +1,6 @@
 package dev.jrdma;
 
+import dev.jrdma.spi.DatagramQueuePair;
 import dev.jrdma.device.DeviceInfo;
 import dev.jrdma.exceptions.ConnectionRejectedException;
 import dev.jrdma.exceptions.ProviderUnavailableException;
@@ -69,6 +70,7 @@ public final class Rdma implements AutoCloseable {
     private final IoLoop[] loops;
     private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
     private final Set<SharedReceiveQueue> sharedQueues = ConcurrentHashMap.newKeySet();
+    private final Set<DatagramEndpoint> datagramEndpoints = ConcurrentHashMap.newKeySet();
     private final int maxConnections;
     private final Set<RdmaServer> servers = ConcurrentHashMap.newKeySet();
     /** What every open region holds (not the regions: a dropped one can be collected and reported). */
@@ -620,6 +622,67 @@ public final class Rdma implements AutoCloseable {
         return sharedReceiveQueue(buffers, bufferSize, buffers);
     }
 
+    /**
+     * An endpoint for unreliable datagrams and multicast ({@link DatagramEndpoint}) bound to
+     * {@code bind}, with {@code receiveBuffers} buffers of its {@link DatagramEndpoint#maxMessageSize()}
+     * (plus 40 bytes) posted, and up to 64 sends in flight.
+     *
+     * @param bind           an address of this instance's device (port 0: any free one); on verbs
+     *                       an IP address of the RDMA device, on tcp/shm any local address
+     * @param receiveBuffers 1 to 65536
+     * @return the endpoint; close it (this instance's close does)
+     * @throws dev.jrdma.exceptions.UnsupportedCapabilityException when the provider has no datagrams
+     */
+    public DatagramEndpoint datagramEndpoint(InetSocketAddress bind, int receiveBuffers) {
+        return datagramEndpoint(bind, receiveBuffers, 64);
+    }
+
+    /**
+     * {@link #datagramEndpoint(InetSocketAddress, int)} with {@code sendDepth} sends in flight at
+     * once (1 to 4096): a send beyond them fails at once, naming the depth.
+     *
+     * @param bind           the address to bind
+     * @param receiveBuffers 1 to 65536
+     * @param sendDepth      1 to 4096
+     * @return the endpoint
+     */
+    public DatagramEndpoint datagramEndpoint(InetSocketAddress bind, int receiveBuffers, int sendDepth) {
+        checkOpen();
+        if (bind == null || bind.isUnresolved()) {
+            throw new IllegalArgumentException("datagramEndpoint needs a resolved address to bind, not " + bind);
+        }
+        if (receiveBuffers < 1 || receiveBuffers > 65536) {
+            throw new IllegalArgumentException("receiveBuffers must be 1 to 65536, not " + receiveBuffers);
+        }
+        if (sendDepth < 1 || sendDepth > 4096) {
+            throw new IllegalArgumentException("sendDepth must be 1 to 4096, not " + sendDepth);
+        }
+        IoThread t = pickIo();
+        CompletionChannel ch = channels[indexOf(t)];
+        CompletableFuture<DatagramQueuePair> opened = new CompletableFuture<>();
+        io[0].execute(() -> {
+            try {
+                opened.complete(cm.openDatagram(bind, ch, sendDepth, receiveBuffers));
+            } catch (RuntimeException e) {
+                opened.completeExceptionally(e);
+            }
+        });
+        DatagramQueuePair qp = await(opened, CONTROL_TIMEOUT);
+        DatagramEndpoint e;
+        try {
+            e = new DatagramEndpoint(this, t, qp, receiveBuffers, CONTROL_TIMEOUT.dividedBy(3));
+        } catch (RuntimeException x) {
+            io[0].execute(qp::close);
+            throw x;
+        }
+        datagramEndpoints.add(e);
+        return e;
+    }
+
+    void datagramEndpointClosed(DatagramEndpoint e) {
+        datagramEndpoints.remove(e);
+    }
+
     void sharedReceiveQueueClosed(SharedReceiveQueue q) {
         sharedQueues.remove(q);
     }
@@ -993,6 +1056,13 @@ public final class Rdma implements AutoCloseable {
                 c.close();
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "closing " + c, e);
+            }
+        }
+        for (DatagramEndpoint e : List.copyOf(datagramEndpoints)) {
+            try {
+                e.close();
+            } catch (RuntimeException x) {
+                LOG.log(System.Logger.Level.WARNING, "closing " + e, x);
             }
         }
         CompletableFuture<Void> cmClosed = new CompletableFuture<>();

@@ -50,6 +50,11 @@ record Transport(String provider, String serverDevice, String clientDevice, bool
         return provider.equals("verbs");
     }
 
+    /** An address of the client's side to bind to, port 0 (IPv4). */
+    InetSocketAddress clientBindAddress() {
+        return isVerbs() ? VerbsTestAddresses.clientAddress() : new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
+    }
+
     /** An address for a server, with a port nothing listens on now. */
     InetSocketAddress nextServerAddress() {
         if (isVerbs()) {

@@ -25,6 +25,11 @@ final class VerbsTestAddresses {
         return new InetSocketAddress(env("JRDMA_VERBS_SERVER_IP", "JRDMA_VM_IP0"), nextPort++);
     }
 
+    /** The client device's IP address (JRDMA_VERBS_CLIENT_IP, or the VM's JRDMA_VM_IP1), port 0. */
+    static InetSocketAddress clientAddress() {
+        return new InetSocketAddress(env("JRDMA_VERBS_CLIENT_IP", "JRDMA_VM_IP1"), 0);
+    }
+
     /**
      * An address on the server device's IPv6 RoCE v2 GID (JRDMA_VERBS_SERVER_IP6, or the VM's
      * JRDMA_VM_IP6_0), with a port of its own.

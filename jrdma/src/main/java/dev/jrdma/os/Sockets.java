@@ -32,6 +32,9 @@ public final class Sockets {
             SO_RCVBUF = 8, IPPROTO_TCP = 6, TCP_NODELAY = 1, MSG_DONTWAIT = 0x40, MSG_NOSIGNAL = 0x4000,
             SHUT_WR = 1, SHUT_RDWR = 2, SO_DOMAIN = 39, IPPROTO_IP = 0, IP_TOS = 1, IPPROTO_IPV6 = 41,
             IPV6_TCLASS = 67;
+    /** Datagram sockets and IPv4 multicast ({@code <netinet/in.h>}). */
+    public static final int SOCK_DGRAM = 2, MSG_TRUNC = 0x20, IP_MULTICAST_IF = 32, IP_MULTICAST_LOOP = 34,
+            IP_ADD_MEMBERSHIP = 35, IP_DROP_MEMBERSHIP = 36;
     public static final int EPOLLIN = 0x1, EPOLLOUT = 0x4, EPOLLERR = 0x8, EPOLLHUP = 0x10, EPOLLRDHUP = 0x2000,
             EPOLL_CTL_ADD = 1, EPOLL_CTL_DEL = 2, EPOLL_CTL_MOD = 3, EPOLL_CLOEXEC = 02000000;
     /** {@code struct epoll_event} is packed on x86-64 (12 bytes) and naturally aligned elsewhere (16). */
@@ -58,6 +61,10 @@ public final class Sockets {
     private static final MethodHandle GETSOCKNAME = NativeCalls.withErrno("getsockname", of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
     private static final MethodHandle GETPEERNAME = NativeCalls.withErrno("getpeername", of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
     private static final MethodHandle RECV = NativeCalls.withErrno("recv", of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT));
+    private static final MethodHandle RECVFROM = NativeCalls.withErrno("recvfrom",
+            of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG));
+    private static final MethodHandle SENDTO = NativeCalls.withErrno("sendto",
+            of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT));
     private static final MethodHandle SENDMSG = NativeCalls.withErrno("sendmsg", of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT));
     private static final MethodHandle SHUTDOWN = NativeCalls.withErrno("shutdown", of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle CLOSE = NativeCalls.withErrno("close", of(JAVA_INT, JAVA_INT));
@@ -77,6 +84,31 @@ public final class Sockets {
                 throw Errno.failure("socket", "TCP socket for " + address);
             }
             return fd;
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
+    /** A non-blocking, close-on-exec UDP socket of the family of {@code address}. */
+    public static int datagramSocketFor(InetSocketAddress address) {
+        int family = address.getAddress() instanceof java.net.Inet6Address ? AF_INET6 : AF_INET;
+        try {
+            int fd = (int) SOCKET.invokeExact(Errno.capture(), family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            if (fd < 0) {
+                throw Errno.failure("socket", "UDP socket for " + address);
+            }
+            return fd;
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
+    /** {@code setsockopt} of a struct option ({@code value}'s bytes); throws naming {@code what} and the errno. */
+    public static void setOption(int fd, int level, int option, MemorySegment value, String what) {
+        try {
+            if ((int) SETSOCKOPT.invokeExact(Errno.capture(), fd, level, option, value, (int) value.byteSize()) < 0) {
+                throw Errno.failure("setsockopt", what + " on fd " + fd);
+            }
         } catch (Throwable t) {
             throw NativeCalls.rethrow(t);
         }
@@ -227,6 +259,30 @@ public final class Sockets {
     public static long recv(int fd, long address, long length) {
         try {
             long n = (long) RECV.invokeExact(Errno.capture(), fd, address, length, MSG_DONTWAIT);
+            return n >= 0 ? n : -Errno.last();
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code recvfrom(fd, address, length, MSG_DONTWAIT | MSG_TRUNC, from, fromLen)}: the
+     * datagram's whole length (more than {@code length} when it was cut: MSG_TRUNC), or -errno.
+     * The sender's sockaddr goes to {@code from} ({@code fromLen}: an int holding its room).
+     */
+    public static long recvfrom(int fd, long address, long length, long from, long fromLen) {
+        try {
+            long n = (long) RECVFROM.invokeExact(Errno.capture(), fd, address, length, MSG_DONTWAIT | MSG_TRUNC, from, fromLen);
+            return n >= 0 ? n : -Errno.last();
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
+    /** {@code sendto(fd, address, length, MSG_DONTWAIT, to, toLen)}: bytes sent, or -errno. */
+    public static long sendto(int fd, long address, long length, long to, int toLen) {
+        try {
+            long n = (long) SENDTO.invokeExact(Errno.capture(), fd, address, length, MSG_DONTWAIT | MSG_NOSIGNAL, to, toLen);
             return n >= 0 ? n : -Errno.last();
         } catch (Throwable t) {
             throw NativeCalls.rethrow(t);

@@ -1,5 +1,6 @@
 package dev.jrdma.spi;
 
+import dev.jrdma.exceptions.UnsupportedCapabilityException;
 import java.net.InetSocketAddress;
 
 /**
@@ -27,6 +28,19 @@ public interface ConnectionManager extends AutoCloseable {
 
     /** The most private data a connect request carries on this transport. */
     int maxConnectPrivateData();
+
+    /**
+     * Opens a datagram queue pair bound to {@code bind} (port 0: any free one), whose completions
+     * wake the IO thread of {@code channel}. A provider without datagrams throws
+     * {@link UnsupportedCapabilityException}.
+     *
+     * @param sendDepth    sends in flight at once
+     * @param receiveDepth receives posted at once
+     */
+    default DatagramQueuePair openDatagram(InetSocketAddress bind, CompletionChannel channel, int sendDepth,
+                                           int receiveDepth) {
+        throw new UnsupportedCapabilityException("unreliable datagrams", "this provider", null);
+    }
 
     @Override
     void close();

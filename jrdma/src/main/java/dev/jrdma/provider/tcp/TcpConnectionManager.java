@@ -1,5 +1,7 @@
 package dev.jrdma.provider.tcp;
 
+import dev.jrdma.spi.CompletionChannel;
+import dev.jrdma.spi.DatagramQueuePair;
 import dev.jrdma.exceptions.NativeRdmaException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.os.Sockets;
@@ -103,6 +105,12 @@ final class TcpConnectionManager implements ConnectionManager {
     @Override
     public int fd() {
         return epfd;
+    }
+
+    @Override
+    public DatagramQueuePair openDatagram(InetSocketAddress bind, CompletionChannel channel,
+                                                        int sendDepth, int receiveDepth) {
+        return new TcpDatagramQueuePair(registrations(), (TcpCompletionChannel) channel, bind, sendDepth, receiveDepth);
     }
 
     @Override

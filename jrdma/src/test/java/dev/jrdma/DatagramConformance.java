@@ -1,0 +1,201 @@
+package dev.jrdma;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.jrdma.exceptions.ConnectionClosedException;
+import dev.jrdma.exceptions.RdmaTimeoutException;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link DatagramEndpoint}: unicast both ways (the reply to a datagram's sender), many datagrams
+ * of every size up to the most one carries, each whole, and what is wrong refused by name. The
+ * same tests on verbs (UD in the VM), tcp and shm (UDP sockets).
+ */
+abstract class DatagramConformance {
+    static final Duration T = Duration.ofSeconds(30);
+
+    protected abstract Transport transport();
+
+    static byte[] pattern(int seq, int length) {
+        byte[] b = new byte[length];
+        for (int i = 0; i < length; i++) {
+            b[i] = (byte) (seq * 13 + i);
+        }
+        if (length >= 2) {
+            b[0] = (byte) seq;
+            b[1] = (byte) (seq >> 8);
+        }
+        return b;
+    }
+
+    static LocalRegion filled(Rdma rdma, byte[] bytes) {
+        LocalRegion r = rdma.allocate(Math.max(1, bytes.length));
+        r.segment().copyFrom(MemorySegment.ofArray(bytes));
+        return r;
+    }
+
+    @Test
+    void aDatagramAndItsReplyBetweenTwoEndpoints() throws Exception {
+        try (Rdma server = transport().server().build(); Rdma client = transport().client().build()) {
+            DatagramEndpoint s = server.datagramEndpoint(transport().nextServerAddress(), 8);
+            DatagramEndpoint c = client.datagramEndpoint(transport().clientBindAddress(), 8);
+            assertTrue(s.maxMessageSize() >= 1024, "at least a 1024-byte MTU: " + s.maxMessageSize());
+            LocalRegion answer = filled(server, "pong from the server".getBytes(StandardCharsets.US_ASCII));
+            AtomicReference<String> seen = new AtomicReference<>();
+            s.onReceive(d -> {
+                try (d) {
+                    seen.set(new String(d.data().toArray(ValueLayout.JAVA_BYTE), StandardCharsets.US_ASCII)
+                            + " from " + d.sender().address().getAddress().getHostAddress());
+                    s.send(d.sender(), answer);
+                }
+            });
+            DatagramAddress to = c.resolve(s.localAddress()).get(T.toSeconds(), TimeUnit.SECONDS);
+            assertFalse(to.isGroup());
+            assertEquals(s.localAddress().getAddress(), to.address().getAddress());
+            byte[] ping = "ping from the client".getBytes(StandardCharsets.US_ASCII);
+            c.send(to, filled(client, ping)).get(T.toSeconds(), TimeUnit.SECONDS);
+            try (Datagram back = c.receive(T)) {
+                assertEquals("pong from the server",
+                        new String(back.data().toArray(ValueLayout.JAVA_BYTE), StandardCharsets.US_ASCII));
+                assertEquals(s.localAddress().getAddress(), back.sender().address().getAddress(),
+                        "the reply names the server's address");
+                assertEquals(back.sender(), back.sender(), "one address per sender");
+            }
+            assertEquals("ping from the client from " + c.localAddress().getAddress().getHostAddress(), seen.get());
+            assertEquals(1, c.sent());
+            assertEquals(1, c.received());
+            assertEquals(1, s.received());
+        }
+    }
+
+    @Test
+    void datagramsOfEverySizeUpToTheMostArriveWhole() throws Exception {
+        try (Rdma server = transport().server().build(); Rdma client = transport().client().build()) {
+            int count = 64;
+            DatagramEndpoint s = server.datagramEndpoint(transport().nextServerAddress(), count);
+            DatagramEndpoint c = client.datagramEndpoint(transport().clientBindAddress(), 8, 16);
+            int max = c.maxMessageSize();
+            DatagramAddress to = c.resolve(s.localAddress()).get(T.toSeconds(), TimeUnit.SECONDS);
+            LocalRegion out = client.allocate((long) max * count);
+            int[] sizes = new int[count];
+            for (int i = 0; i < count; i++) {
+                sizes[i] = i == 0 ? 0 : i == 1 ? max : i == 2 ? 1 : 2 + (int) ((long) i * 7919 % (max - 2));
+                byte[] b = pattern(i, sizes[i]);
+                MemorySegment.copy(MemorySegment.ofArray(b), 0, out.segment(), (long) i * max, b.length);
+                // One at a time: the receiver has a buffer for each, and UD drops what finds none.
+                c.send(to, out, (long) i * max, sizes[i]).get(T.toSeconds(), TimeUnit.SECONDS);
+            }
+            boolean[] got = new boolean[count];
+            for (int k = 0; k < count; k++) {
+                try (Datagram d = s.receive(T)) {
+                    byte[] b = d.data().toArray(ValueLayout.JAVA_BYTE);
+                    int seq = sizes.length > 0 && b.length == 0 ? 0 : b.length == 1 ? 2 : (b[0] & 0xFF) | (b[1] & 0xFF) << 8;
+                    assertTrue(seq < count && !got[seq], "datagram " + seq + " arrived once");
+                    assertEquals(sizes[seq], b.length, "datagram " + seq + "'s length");
+                    assertArrayEquals(pattern(seq, sizes[seq]), b, "datagram " + seq + "'s bytes");
+                    got[seq] = true;
+                }
+            }
+            assertEquals(count, s.received());
+            assertEquals(0, s.receiveErrors());
+        }
+    }
+
+    @Test
+    void wrongUseIsRefusedByName() throws Exception {
+        try (Rdma server = transport().server().build(); Rdma client = transport().client().build()) {
+            DatagramEndpoint s = server.datagramEndpoint(transport().nextServerAddress(), 4);
+            DatagramEndpoint c = client.datagramEndpoint(transport().clientBindAddress(), 4);
+            DatagramEndpoint other = client.datagramEndpoint(transport().clientBindAddress(), 4);
+            DatagramAddress to = c.resolve(s.localAddress()).get(T.toSeconds(), TimeUnit.SECONDS);
+            LocalRegion big = client.allocate(c.maxMessageSize() + 1);
+            IllegalArgumentException tooBig = assertThrows(IllegalArgumentException.class, () -> c.send(to, big));
+            assertTrue(tooBig.getMessage().contains(String.valueOf(c.maxMessageSize())), tooBig.getMessage());
+            IllegalArgumentException outside = assertThrows(IllegalArgumentException.class,
+                    () -> c.send(to, big, big.length() - 4, 8));
+            assertTrue(outside.getMessage().contains("outside the region"), outside.getMessage());
+            IllegalArgumentException foreign = assertThrows(IllegalArgumentException.class,
+                    () -> other.send(to, big, 0, 8));
+            assertTrue(foreign.getMessage().contains("another endpoint"), foreign.getMessage());
+            LocalRegion closedRegion = client.allocate(8);
+            closedRegion.close();
+            assertThrows(IllegalArgumentException.class, () -> c.send(to, closedRegion));
+            assertThrows(IllegalArgumentException.class, () -> c.join(InetAddress.getByName("10.1.2.3")));
+            assertThrows(IllegalArgumentException.class, () -> c.resolve(InetSocketAddress.createUnresolved("nowhere", 1)));
+            RdmaTimeoutException none = assertThrows(RdmaTimeoutException.class, () -> s.receive(Duration.ofMillis(200)));
+            assertTrue(none.getMessage().contains(s.localAddress().toString()), none.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> client.datagramEndpoint(transport().clientBindAddress(), 0));
+            assertThrows(IllegalArgumentException.class, () -> client.datagramEndpoint(transport().clientBindAddress(), 1, 0));
+
+            // A datagram the receiver holds stays readable; once closed it is not.
+            c.send(to, filled(client, new byte[] {7, 7, 7})).get(T.toSeconds(), TimeUnit.SECONDS);
+            Datagram d = s.receive(T);
+            assertEquals(3, d.length());
+            d.close();
+            assertThrows(IllegalStateException.class, d::data);
+
+            c.close();
+            CompletionException closed = assertThrows(CompletionException.class,
+                    () -> c.send(to, filled(client, new byte[] {1})).join());
+            assertInstanceOf(ConnectionClosedException.class, closed.getCause());
+            assertThrows(ConnectionClosedException.class, () -> c.receive(Duration.ofMillis(10)));
+            c.close();   // idempotent
+        }
+    }
+
+    @Test
+    void closingTheEndpointEndsAWaitingReceiveAndItsRdmaClosesTheRest() throws Exception {
+        Rdma client = transport().client().build();
+        try {
+            DatagramEndpoint c = client.datagramEndpoint(transport().clientBindAddress(), 4);
+            client.datagramEndpoint(transport().clientBindAddress(), 4);   // left for the Rdma's close
+            CountDownLatch waiting = new CountDownLatch(1);
+            AtomicReference<Throwable> ended = new AtomicReference<>();
+            Thread t = Thread.ofPlatform().start(() -> {
+                waiting.countDown();
+                try {
+                    c.receive(T);
+                } catch (Throwable e) {
+                    ended.set(e);
+                }
+            });
+            assertTrue(waiting.await(T.toSeconds(), TimeUnit.SECONDS));
+            while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING && t.isAlive()) {
+                Thread.onSpinWait();   // until it waits in receive
+            }
+            c.close();
+            t.join(T.toMillis());
+            assertFalse(t.isAlive(), "the waiting receive ended");
+            assertInstanceOf(ConnectionClosedException.class, ended.get(), String.valueOf(ended.get()));
+        } finally {
+            client.close();
+        }
+    }
+
+    /** The bytes of {@code d}'s payload as text. */
+    static String text(Datagram d) {
+        return new String(d.data().toArray(ValueLayout.JAVA_BYTE), StandardCharsets.US_ASCII);
+    }
+
+    static String sizes(int[] s) {
+        return Arrays.toString(s);
+    }
+}
