@@ -62,6 +62,9 @@ public final class DatagramEndpoint implements AutoCloseable {
     private final IoThread io;
     private final DatagramQueuePair qp;
     private final LocalRegion buffers;
+    /** Each buffer's header (GRH or sockaddr) and payload area, sliced once: a receive slices only its payload. */
+    private final MemorySegment[] headers;
+    private final MemorySegment[] payloads;
     private final int bufferCount;
     private final int slot;
     private final int header;
@@ -93,6 +96,12 @@ public final class DatagramEndpoint implements AutoCloseable {
         this.slot = (header + qp.maxMessageSize() + 63) & ~63;
         this.resolveTimeout = resolveTimeout;
         this.buffers = rdma.allocate((long) slot * bufferCount);
+        this.headers = new MemorySegment[bufferCount];
+        this.payloads = new MemorySegment[bufferCount];
+        for (int i = 0; i < bufferCount; i++) {
+            headers[i] = buffers.segment().asSlice((long) i * slot, header);
+            payloads[i] = buffers.segment().asSlice((long) i * slot + header, slot - header);
+        }
         int depth = qp.sendDepth();
         this.sends = new CompletableFuture[depth];
         this.sendRegions = new LocalRegion[depth];
@@ -391,8 +400,7 @@ public final class DatagramEndpoint implements AutoCloseable {
             return;
         }
         received.incrementAndGet();
-        MemorySegment at = buffers.segment().asSlice((long) buffer * slot, slot);
-        Datagram d = new Datagram(this, buffer, at.asSlice(0, header), at.asSlice(header, byteLen), sourceQp);
+        Datagram d = new Datagram(this, buffer, headers[buffer], payloads[buffer].asSlice(0, byteLen), sourceQp);
         Consumer<Datagram> h = handler;
         if (h != null) {
             try {

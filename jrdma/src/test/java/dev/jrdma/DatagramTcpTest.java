@@ -66,4 +66,43 @@ class DatagramTcpTest extends DatagramConformance {
                     x.getCause().getMessage());
         }
     }
+
+    /**
+     * A group of three on 127.0.0.1-3 in a network namespace this test makes, whose {@code lo}
+     * has the MULTICAST flag (a child JVM: a namespace is per process). Needs root, as CI has.
+     */
+    @Test
+    void aGroupOfThreeOnALoopbackWithMulticastInItsOwnNetworkNamespace() throws Exception {
+        boolean root = "root".equals(System.getProperty("user.name"));
+        if (!root && "true".equals(System.getenv("CI"))) {
+            org.junit.jupiter.api.Assertions.fail("CI runs the tests as root: this one makes a network namespace");
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(root, "needs root to make a network namespace (CI runs it as root)");
+        String ns = "jrdma-mcast";
+        run(false, "ip", "netns", "del", ns);
+        try {
+            run(true, "ip", "netns", "add", ns);
+            run(true, "ip", "-n", ns, "link", "set", "lo", "up");
+            run(true, "ip", "-n", ns, "link", "set", "lo", "multicast", "on");
+            String java = ProcessHandle.current().info().command().orElseThrow();
+            Process child = new ProcessBuilder("ip", "netns", "exec", ns, java, "--enable-native-access=ALL-UNNAMED", "-cp",
+                    VerbsTestAddresses.childClassPath(), DatagramMulticastMain.class.getName()).redirectErrorStream(true).start();
+            String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(child.waitFor(120, TimeUnit.SECONDS), "the child ended: " + out);
+            System.out.print(out);
+            assertEquals(0, child.exitValue(), out);
+            assertTrue(out.contains("ok"), out);
+        } finally {
+            run(false, "ip", "netns", "del", ns);
+        }
+    }
+
+    private static void run(boolean must, String... cmd) throws Exception {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS), String.join(" ", cmd) + " ended");
+        if (must) {
+            assertEquals(0, p.exitValue(), String.join(" ", cmd) + ": " + out);
+        }
+    }
 }

@@ -323,6 +323,10 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
         NetworkInterface nic;
         try {
             nic = NetworkInterface.getByInetAddress(local.getAddress());
+            if (nic == null && local.getAddress().isLoopbackAddress()) {
+                // 127.0.0.2 and the rest of 127/8 are lo's, though only 127.0.0.1 is assigned to it
+                nic = NetworkInterface.getByInetAddress(InetAddress.getLoopbackAddress());
+            }
             if (nic == null) {
                 done.done(null, "the endpoint is bound to " + local.getAddress()
                         + ", not to an interface's address: bind it to one to join a multicast group");

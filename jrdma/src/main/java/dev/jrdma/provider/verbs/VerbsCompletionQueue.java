@@ -7,6 +7,7 @@ import dev.jrdma.provider.verbs.ffi.IbvWc;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.CompletionSink;
+import dev.jrdma.spi.DatagramQueuePair;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -33,13 +34,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
 
     @Override
     public int poll(CompletionSink sink, int max) {
-        if (destroyed) {
-            throw new IllegalStateException("poll of a destroyed completion queue");
-        }
-        int n = LibIbverbs.pollCq(pollFn, cq, Math.min(max, BATCH), wcs);
-        if (n < 0) {
-            throw new RdmaException("ibv_poll_cq failed (" + n + "): the CQ overran or the device failed");
-        }
+        int n = pollInto(max);
         for (int i = 0; i < n; i++) {
             int flags = IbvWc.wcFlags(wcs, i);
             boolean withImm = (flags & IbvWc.WITH_IMM) != 0;
@@ -48,6 +43,42 @@ final class VerbsCompletionQueue implements CompletionQueue {
         }
         return n;
     }
+
+    /**
+     * {@link #poll} for a UD queue pair: each receive's length is its payload (the
+     * {@code grh}-byte GRH before it taken off) and carries its sender's QP number.
+     */
+    int pollDatagrams(DatagramQueuePair.Sink sink, int max, int grh) {
+        int n = pollInto(max);
+        for (int i = 0; i < n; i++) {
+            int status = IbvWc.status(wcs, i);
+            if ((IbvWc.wrId(wcs, i) & RECEIVE_BIT) != 0) {
+                sink.onReceive(IbvWc.wrId(wcs, i) & ~RECEIVE_BIT, status,
+                        status == 0 ? IbvWc.byteLen(wcs, i) - grh : 0, IbvWc.srcQp(wcs, i));
+            } else {
+                sink.onSend(IbvWc.wrId(wcs, i), status);
+            }
+        }
+        return n;
+    }
+
+    /** Polls up to {@code max} (at most {@value #BATCH}) work completions into {@link #wcs}; returns how many. */
+    private int pollInto(int max) {
+        if (destroyed) {
+            throw new IllegalStateException("poll of a destroyed completion queue");
+        }
+        int n = LibIbverbs.pollCq(pollFn, cq, Math.min(max, BATCH), wcs);
+        if (n < 0) {
+            throw new RdmaException("ibv_poll_cq failed (" + n + "): the CQ overran or the device failed");
+        }
+        return n;
+    }
+
+    /**
+     * Set in the wrId of a UD queue pair's receives: a failed completion's opcode is undefined
+     * (verbs), so the id says which queue it came from.
+     */
+    static final long RECEIVE_BIT = 1L << 62;
 
     @Override
     public void arm() {

@@ -11,7 +11,9 @@ import dev.jrdma.os.SockAddr;
 import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CmEventHandler;
 import dev.jrdma.spi.CmListener;
+import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.CompletionQueue;
+import dev.jrdma.spi.DatagramQueuePair;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.QueuePairOwner;
 import dev.jrdma.spi.QueuePairSpec;
@@ -49,6 +51,16 @@ final class VerbsConnectionManager implements ConnectionManager {
     private static final long CHECK_NANOS = 1_000_000;
     private final PollThrottle throttle = new PollThrottle(CHECK_NANOS);
 
+    /**
+     * What owns ids of its own on this channel besides connections (a datagram endpoint): it is
+     * handed each event of them, and each CONNECT_REQUEST to a listening id of it, before the
+     * event is acknowledged (its memory is valid then, and an id must not be destroyed until
+     * it is), and returns what to run after the acknowledgement (or null).
+     */
+    interface CmClient {
+        Runnable onEvent(MemorySegment event, int type, int status, MemorySegment id);
+    }
+
     VerbsConnectionManager(VerbsDevice device) {
         this.device = device;
         this.channel = LibRdmacm.createEventChannel();
@@ -64,6 +76,24 @@ final class VerbsConnectionManager implements ConnectionManager {
     @Override
     public int maxConnectPrivateData() {
         return RdmaConnParam.MAX_CONNECT_PRIVATE_DATA;
+    }
+
+    MemorySegment channel() {
+        return channel;
+    }
+
+    /** Routes the events of {@code id} to {@code client}. */
+    void adopt(MemorySegment id, CmClient client) {
+        ids.put(id.address(), client);
+    }
+
+    @Override
+    public DatagramQueuePair openDatagram(InetSocketAddress bind, CompletionChannel completions, int sendDepth,
+                                          int receiveDepth) {
+        VerbsDatagramQueuePair qp = new VerbsDatagramQueuePair(this, channel, bind, completions, sendDepth, receiveDepth);
+        adopt(qp.listenId(), qp);
+        adopt(qp.qpId(), qp);
+        return qp;
     }
 
     @Override
@@ -132,6 +162,19 @@ final class VerbsConnectionManager implements ConnectionManager {
             int type = RdmaCmEvent.event(event);
             int status = RdmaCmEvent.status(event);
             long idAddr = RdmaCmEvent.id(event).address();
+            Object client = ids.get(type == RdmaCmEvent.CONNECT_REQUEST ? RdmaCmEvent.listenId(event).address() : idAddr);
+            if (client instanceof CmClient c) {
+                Runnable after;
+                try {
+                    after = c.onEvent(event, type, status, RdmaCmEvent.id(event));
+                } finally {
+                    LibRdmacm.ackCmEvent(event);
+                }
+                if (after != null) {
+                    after.run();
+                }
+                continue;
+            }
             byte[] privateData = hasConnParam(type) ? RdmaCmEvent.privateData(event) : new byte[0];
             Object owner = type == RdmaCmEvent.CONNECT_REQUEST ? null : ids.get(idAddr);
             VerbsCmListener listener = type == RdmaCmEvent.CONNECT_REQUEST

@@ -224,6 +224,11 @@ final class VerbsDevice implements Device {
         return new VerbsCompletionChannel(LibIbverbs.createCompChannel(context));
     }
 
+    /** What the device reported when it was opened (ports, GIDs). */
+    DeviceInfo info() {
+        return info;
+    }
+
     @Override
     public CompletionQueue createCompletionQueue(int depth, CompletionChannel channel) {
         MemorySegment ch = channel == null ? MemorySegment.NULL : ((VerbsCompletionChannel) channel).channel;

@@ -67,6 +67,11 @@ public final class RdmaCmEvent {
         return ud(e).get(U32, offset(UD_PARAM, "qp_num"));
     }
 
+    /** {@code param.ud.private_data}: for MULTICAST_JOIN/ERROR, the context given to rdma_join_multicast. */
+    public static long udContext(MemorySegment e) {
+        return ud(e).get(PTR, offset(UD_PARAM, "private_data")).address();
+    }
+
     /** {@code param.ud.qkey}: the Q_Key sends to it carry. */
     public static int udQkey(MemorySegment e) {
         return ud(e).get(U32, offset(UD_PARAM, "qkey"));
