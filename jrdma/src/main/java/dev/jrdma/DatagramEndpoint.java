@@ -214,6 +214,18 @@ public final class DatagramEndpoint implements AutoCloseable {
     }
 
     /**
+     * {@link #resolve} and wait for it (driving the IO loop meanwhile where the caller must: an
+     * {@link Rdma#INLINE} instance).
+     *
+     * @param remote an endpoint's {@link #localAddress()}
+     * @return the address to send to
+     * @throws RdmaException naming {@code remote} when it cannot be resolved, or in time
+     */
+    public DatagramAddress resolveSync(InetSocketAddress remote) {
+        return rdma.await(resolve(remote), resolveTimeout.plusSeconds(2));   // the control thread resolves
+    }
+
+    /**
      * Joins multicast group {@code group} (an IPv4 multicast address): from now on this endpoint
      * receives what is sent to the group, its own sends to it included.
      *
@@ -239,6 +251,17 @@ public final class DatagramEndpoint implements AutoCloseable {
             }
         });
         return within(f, "joining " + group.getHostAddress());
+    }
+
+    /**
+     * {@link #join} and wait for it.
+     *
+     * @param group the group's address
+     * @return the group, to send to
+     * @throws dev.jrdma.exceptions.UnsupportedCapabilityException where the interface has no multicast
+     */
+    public DatagramAddress joinSync(InetAddress group) {
+        return rdma.await(join(group), resolveTimeout.plusSeconds(2));
     }
 
     /**
@@ -297,6 +320,32 @@ public final class DatagramEndpoint implements AutoCloseable {
                     + maxMessageSize() + ")");
         }
         return send(to, data, 0, (int) data.length());
+    }
+
+    /**
+     * {@link #send(DatagramAddress, LocalRegion)} and wait until it was sent.
+     *
+     * @param to   where to
+     * @param data the payload
+     */
+    public void sendSync(DatagramAddress to, LocalRegion data) {
+        await(send(to, data), Duration.ofSeconds(30));
+    }
+
+    private <T> T await(CompletableFuture<T> f, Duration timeout) {
+        try {
+            return io.await(f, timeout.toNanos());
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new RdmaTimeoutException("datagram endpoint " + localAddress() + ": did not complete within " + timeout);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaException("interrupted");
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            throw new RdmaException(e.getCause().toString(), e.getCause());
+        }
     }
 
     /**

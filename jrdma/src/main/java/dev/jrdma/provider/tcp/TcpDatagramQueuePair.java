@@ -193,7 +193,9 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
             sendStatus[i] = -1;
             trySend(i);
         }
-        channel.wake();   // the completion is reported by the IO thread's next poll
+        if (channel.sleepers()) {
+            channel.wake();   // the completion is reported by the IO thread's next poll: wake it if it sleeps
+        }
         return 0;
     }
 
