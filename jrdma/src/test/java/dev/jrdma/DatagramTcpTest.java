@@ -52,6 +52,71 @@ class DatagramTcpTest extends DatagramConformance {
         }
     }
 
+    /**
+     * A plain UDP socket floods an endpoint of 4 buffers whose handler holds every datagram it
+     * gets: what finds no buffer is dropped (the socket's buffer, then the kernel), nothing grows,
+     * and once the held datagrams are closed the endpoint receives again.
+     */
+    @Test
+    void aFloodCostsOnlyWhatFindsNoBufferAndTheEndpointGoesOn() throws Exception {
+        try (Rdma rdma = transport().server().build(); DatagramSocket flooder = new DatagramSocket(0, InetAddress.getLoopbackAddress())) {
+            DatagramEndpoint e = rdma.datagramEndpoint(transport().nextServerAddress(), 4);
+            java.util.concurrent.LinkedBlockingQueue<Datagram> held = new java.util.concurrent.LinkedBlockingQueue<>();
+            e.onReceive(held::add);
+            byte[] junk = new byte[1024];
+            for (int i = 0; i < 20_000; i++) {
+                flooder.send(new DatagramPacket(junk, junk.length, e.localAddress()));
+            }
+            java.util.List<Datagram> first = new java.util.ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                Datagram d = held.poll(T.toSeconds(), TimeUnit.SECONDS);
+                assertTrue(d != null, "buffer " + i + " filled");
+                first.add(d);
+            }
+            assertEquals(null, held.poll(200, TimeUnit.MILLISECONDS), "no fifth datagram without a fifth buffer");
+            assertEquals(4, e.received());
+            // The held ones go back; what the socket buffered arrives, then a marked one after it.
+            e.onReceive(null);
+            first.forEach(Datagram::close);
+            byte[] last = "after the flood".getBytes(StandardCharsets.US_ASCII);
+            flooder.send(new DatagramPacket(last, last.length, e.localAddress()));
+            boolean seen = false;
+            for (int i = 0; i < 20_001 && !seen; i++) {
+                try (Datagram d = e.receive(T)) {
+                    seen = d.length() == last.length;
+                }
+            }
+            assertTrue(seen, "the marked datagram arrived after what the socket had buffered");
+            assertTrue(e.received() < 20_001, "the kernel dropped what found no room: " + e.received() + " received");
+            System.out.println("[datagram] flood of 20000: " + e.received() + " received, the rest dropped by the kernel");
+        }
+    }
+
+    /** Endpoints opened and closed, with a resolve each, leave no file descriptor behind. */
+    @Test
+    void closedEndpointsLeaveNoFileDescriptors() throws Exception {
+        try (Rdma rdma = transport().server().build()) {
+            DatagramEndpoint warm = rdma.datagramEndpoint(transport().clientBindAddress(), 2);
+            warm.close();
+            long before = openFds();
+            for (int i = 0; i < 20; i++) {
+                DatagramEndpoint a = rdma.datagramEndpoint(transport().clientBindAddress(), 2);
+                DatagramEndpoint b = rdma.datagramEndpoint(transport().clientBindAddress(), 2);
+                a.sendSync(a.resolveSync(b.localAddress()), filled(rdma, new byte[] {1}));
+                b.receive(T).close();
+                a.close();
+                b.close();
+            }
+            assertEquals(before, openFds(), "file descriptors after 40 endpoints came and went");
+        }
+    }
+
+    private static long openFds() throws Exception {
+        try (var s = java.nio.file.Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
+            return s.count();
+        }
+    }
+
     @Test
     void joiningOnAnInterfaceWithoutMulticastIsRefusedByName() throws Exception {
         NetworkInterface lo = NetworkInterface.getByInetAddress(InetAddress.getLoopbackAddress());
