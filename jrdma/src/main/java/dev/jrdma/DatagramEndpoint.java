@@ -222,6 +222,7 @@ public final class DatagramEndpoint implements AutoCloseable {
      * @throws RdmaException naming {@code remote} when it cannot be resolved, or in time
      */
     public DatagramAddress resolveSync(InetSocketAddress remote) {
+        notOnIoThread("resolveSync", "resolve");
         return rdma.await(resolve(remote), resolveTimeout.plusSeconds(2));   // the control thread resolves
     }
 
@@ -261,6 +262,7 @@ public final class DatagramEndpoint implements AutoCloseable {
      * @throws dev.jrdma.exceptions.UnsupportedCapabilityException where the interface has no multicast
      */
     public DatagramAddress joinSync(InetAddress group) {
+        notOnIoThread("joinSync", "join");
         return rdma.await(join(group), resolveTimeout.plusSeconds(2));
     }
 
@@ -284,7 +286,9 @@ public final class DatagramEndpoint implements AutoCloseable {
                 done.completeExceptionally(e);
             }
         });
-        rdma.await(done, resolveTimeout);
+        if (!rdma.isIoThread()) {   // on an IO thread it is left once this callback returns
+            rdma.await(done, resolveTimeout);
+        }
     }
 
     private void finish(CompletableFuture<DatagramAddress> f, DatagramPeer peer, String what, String error) {
@@ -329,7 +333,16 @@ public final class DatagramEndpoint implements AutoCloseable {
      * @param data the payload
      */
     public void sendSync(DatagramAddress to, LocalRegion data) {
+        notOnIoThread("sendSync", "send");
         await(send(to, data), Duration.ofSeconds(30));
+    }
+
+    /** A blocking call on one of jrdma's IO threads would wait for work only that thread can do. */
+    private void notOnIoThread(String call, String instead) {
+        if (rdma.isIoThread()) {
+            throw new IllegalStateException(call + " on jrdma's IO thread (" + Thread.currentThread().getName()
+                    + ") would wait for that thread itself: use " + instead + " there");
+        }
     }
 
     private <T> T await(CompletableFuture<T> f, Duration timeout) {
@@ -513,6 +526,7 @@ public final class DatagramEndpoint implements AutoCloseable {
      * @throws IllegalStateException when an {@link #onReceive} handler takes the datagrams
      */
     public Datagram receive(Duration timeout) {
+        notOnIoThread("receive", "onReceive");
         CompletableFuture<Datagram> f;
         synchronized (recvLock) {
             if (handler != null) {
@@ -599,27 +613,30 @@ public final class DatagramEndpoint implements AutoCloseable {
                 closed = true;
             }
         }
-        CompletableFuture<Void> removed = new CompletableFuture<>();
-        Runnable remove = () -> {
-            io.remove(source);
-            removed.complete(null);
-        };
-        if (io.inThisThread()) {
-            remove.run();
-        } else {
-            io.execute(remove);
-            rdma.await(removed, Duration.ofSeconds(30));
-        }
+        // The source leaves its IO thread first (nothing polls the queue pair after that), then the
+        // queue pair goes on the control thread, whose connection manager owns its rdma_cm ids.
         CompletableFuture<Void> gone = new CompletableFuture<>();
-        rdma.onControlThread(() -> {
+        Runnable teardown = () -> {
             try {
                 qp.close();
             } finally {
+                finishClose();
                 gone.complete(null);
             }
-        });
-        rdma.await(gone, Duration.ofSeconds(30));
-        finishClose();
+        };
+        try {
+            io.execute(() -> {
+                io.remove(source);
+                rdma.onControlThread(teardown);
+            });
+        } catch (IllegalStateException stopped) {
+            io.remove(source);   // its thread has stopped: nothing polls it
+            teardown.run();
+            return;
+        }
+        if (!rdma.isIoThread()) {   // on an IO thread (a callback) it is torn down after the callback
+            rdma.await(gone, Duration.ofSeconds(30));
+        }
     }
 
     /** After the queue pair is gone: what it still held fails, and the buffers go back. */

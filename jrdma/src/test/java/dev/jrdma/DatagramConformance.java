@@ -190,6 +190,34 @@ abstract class DatagramConformance {
         }
     }
 
+    @Test
+    void aHandlerMayCloseItsEndpointButNotBlockOnIt() throws Exception {
+        try (Rdma server = transport().server().build(); Rdma client = transport().client().build()) {
+            DatagramEndpoint s = server.datagramEndpoint(transport().nextServerAddress(), 4);
+            DatagramEndpoint c = client.datagramEndpoint(transport().clientBindAddress(), 4);
+            AtomicReference<Throwable> refused = new AtomicReference<>();
+            AtomicReference<DatagramAddress> sender = new AtomicReference<>();
+            CountDownLatch closed = new CountDownLatch(1);
+            s.onReceive(d -> {
+                try {
+                    s.resolveSync(c.localAddress());
+                } catch (IllegalStateException e) {
+                    refused.set(e);
+                }
+                sender.set(d.sender());
+                d.close();
+                s.close();   // from its own IO thread: torn down after this callback returns
+                closed.countDown();
+            });
+            c.sendSync(c.resolveSync(s.localAddress()), filled(client, new byte[] {1}));
+            assertTrue(closed.await(T.toSeconds(), TimeUnit.SECONDS), "the handler ran and closed its endpoint");
+            assertTrue(refused.get() != null && refused.get().getMessage().contains("IO thread"), String.valueOf(refused.get()));
+            CompletionException after = assertThrows(CompletionException.class,
+                    () -> s.send(sender.get(), filled(server, new byte[] {2})).join());
+            assertInstanceOf(ConnectionClosedException.class, after.getCause());
+        }
+    }
+
     /** The bytes of {@code d}'s payload as text. */
     static String text(Datagram d) {
         return new String(d.data().toArray(ValueLayout.JAVA_BYTE), StandardCharsets.US_ASCII);
