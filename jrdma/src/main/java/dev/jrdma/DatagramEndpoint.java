@@ -84,6 +84,8 @@ public final class DatagramEndpoint implements AutoCloseable {
     private final AtomicLong sent = new AtomicLong();
     private final AtomicLong received = new AtomicLong();
     private final AtomicLong receiveErrors = new AtomicLong();
+    /** Polls of the queue pair that threw (each logged): for tests, which expect none. */
+    private final AtomicLong pollFailures = new AtomicLong();
     private volatile boolean closed;
 
     @SuppressWarnings("unchecked")
@@ -136,6 +138,7 @@ public final class DatagramEndpoint implements AutoCloseable {
 
             @Override
             public void failed(Throwable t) {
+                pollFailures.incrementAndGet();
                 LOG.log(System.Logger.Level.ERROR, "datagram endpoint " + localAddress() + " failed", t);
             }
         };
@@ -455,7 +458,14 @@ public final class DatagramEndpoint implements AutoCloseable {
         }
     }
 
+    long pollFailures() {
+        return pollFailures.get();
+    }
+
     private void receiveCompleted(int buffer, int status, int byteLen, int sourceQp) {
+        if (closed) {
+            return;   // closed from an earlier callback of this poll: nothing more is delivered
+        }
         if (status != WorkCompletion.SUCCESS || byteLen < 0 || byteLen > maxMessageSize()) {
             receiveErrors.incrementAndGet();
             repost(buffer);
@@ -625,7 +635,9 @@ public final class DatagramEndpoint implements AutoCloseable {
             }
         };
         try {
-            io.execute(() -> {
+            // Later, not at once: from a callback this runs inside the queue pair's poll, which
+            // must not find its queue pair gone when the callback returns.
+            io.executeLater(() -> {
                 io.remove(source);
                 rdma.onControlThread(teardown);
             });

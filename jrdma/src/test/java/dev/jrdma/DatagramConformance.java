@@ -192,21 +192,23 @@ abstract class DatagramConformance {
 
     @Test
     void aHandlerMayCloseItsEndpointButNotBlockOnIt() throws Exception {
+        DatagramEndpoint s;
         try (Rdma server = transport().server().build(); Rdma client = transport().client().build()) {
-            DatagramEndpoint s = server.datagramEndpoint(transport().nextServerAddress(), 4);
+            s = server.datagramEndpoint(transport().nextServerAddress(), 4);
             DatagramEndpoint c = client.datagramEndpoint(transport().clientBindAddress(), 4);
             AtomicReference<Throwable> refused = new AtomicReference<>();
             AtomicReference<DatagramAddress> sender = new AtomicReference<>();
             CountDownLatch closed = new CountDownLatch(1);
-            s.onReceive(d -> {
+            DatagramEndpoint self = s;
+            self.onReceive(d -> {
                 try {
-                    s.resolveSync(c.localAddress());
+                    self.resolveSync(c.localAddress());
                 } catch (IllegalStateException e) {
                     refused.set(e);
                 }
                 sender.set(d.sender());
                 d.close();
-                s.close();   // from its own IO thread: torn down after this callback returns
+                self.close();   // from its own IO thread: torn down after this callback returns
                 closed.countDown();
             });
             c.sendSync(c.resolveSync(s.localAddress()), filled(client, new byte[] {1}));
@@ -216,6 +218,8 @@ abstract class DatagramConformance {
                     () -> s.send(sender.get(), filled(server, new byte[] {2})).join());
             assertInstanceOf(ConnectionClosedException.class, after.getCause());
         }
+        // After the Rdma's close has stopped its IO threads: every poll of the endpoint has ended.
+        assertEquals(0, s.pollFailures(), "polls that threw: the teardown pulled the queue pair from under its own poll");
     }
 
     /** The bytes of {@code d}'s payload as text. */

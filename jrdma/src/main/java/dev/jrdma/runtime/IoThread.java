@@ -403,6 +403,21 @@ public final class IoThread implements AutoCloseable {
         }
     }
 
+    /**
+     * Runs {@code task} on this thread after what it is running now: queued even when called on
+     * it, so that a teardown asked for from a callback does not free what the callback's caller
+     * (a source's poll) still uses.
+     */
+    public void executeLater(Runnable task) {
+        if (!running) {
+            throw new IllegalStateException(name + " is closed");
+        }
+        tasks.add(task);
+        if (!inThisThread() && (!inline || driven) && sleeping) {
+            wake();
+        }
+    }
+
     /** Whether it is asleep, or about to be ({@link #awaitWork} or its own thread's sleep): for tests. */
     boolean sleepingNow() {
         return sleeping;

@@ -213,6 +213,9 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
 
     @Override
     public int poll(Sink sink, int max) {
+        if (closed) {
+            return 0;
+        }
         int done = 0;
         synchronized (this) {
             while (done < max && sendCount > 0) {
