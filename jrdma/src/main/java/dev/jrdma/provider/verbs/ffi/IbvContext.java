@@ -39,6 +39,8 @@ public final class IbvContext {
     private static final long POLL_CQ = offset(LAYOUT, "ops.poll_cq");
     private static final long REQ_NOTIFY_CQ = offset(LAYOUT, "ops.req_notify_cq");
     private static final long POST_SEND = offset(LAYOUT, "ops.post_send");
+    private static final long ALLOC_MW = offset(LAYOUT, "ops.alloc_mw");
+    private static final long DEALLOC_MW = offset(LAYOUT, "ops.dealloc_mw");
     private static final long POST_RECV = offset(LAYOUT, "ops.post_recv");
     private static final long POST_SRQ_RECV = offset(LAYOUT, "ops.post_srq_recv");
     private static final long ASYNC_FD = offset(LAYOUT, "async_fd");
@@ -65,6 +67,9 @@ public final class IbvContext {
     public static MemorySegment pollCqFn(MemorySegment ctx) { return of(ctx).get(PTR, POLL_CQ); }
     public static MemorySegment reqNotifyCqFn(MemorySegment ctx) { return of(ctx).get(PTR, REQ_NOTIFY_CQ); }
     public static MemorySegment postSendFn(MemorySegment ctx) { return of(ctx).get(PTR, POST_SEND); }
+    /** {@code ops.alloc_mw}: libibverbs fills it with a dummy that fails EOPNOTSUPP where the provider has none. */
+    public static MemorySegment allocMwFn(MemorySegment ctx) { return of(ctx).get(PTR, ALLOC_MW); }
+    public static MemorySegment deallocMwFn(MemorySegment ctx) { return of(ctx).get(PTR, DEALLOC_MW); }
     public static MemorySegment postRecvFn(MemorySegment ctx) { return of(ctx).get(PTR, POST_RECV); }
     public static MemorySegment postSrqRecvFn(MemorySegment ctx) { return of(ctx).get(PTR, POST_SRQ_RECV); }
     public static int asyncFd(MemorySegment ctx) { return of(ctx).get(INT, ASYNC_FD); }

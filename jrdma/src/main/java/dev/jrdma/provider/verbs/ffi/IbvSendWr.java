@@ -61,7 +61,36 @@ public final class IbvSendWr {
     private static final long UD_REMOTE_QPN = offset(LAYOUT, "wr.ud.remote_qpn");
     private static final long UD_REMOTE_QKEY = offset(LAYOUT, "wr.ud.remote_qkey");
 
+    private static final long INVALIDATE_RKEY = offset(LAYOUT, "invalidate_rkey");
+    private static final long BIND_MW = offset(LAYOUT, "bind_mw.mw");
+    private static final long BIND_RKEY = offset(LAYOUT, "bind_mw.rkey");
+    private static final long BIND_MR = offset(LAYOUT, "bind_mw.bind_info.mr");
+    private static final long BIND_ADDR = offset(LAYOUT, "bind_mw.bind_info.addr");
+    private static final long BIND_LENGTH = offset(LAYOUT, "bind_mw.bind_info.length");
+    private static final long BIND_ACCESS = offset(LAYOUT, "bind_mw.bind_info.mw_access_flags");
+
     private IbvSendWr() {
+    }
+
+    /**
+     * The members of an {@code IBV_WR_BIND_MW}: window {@code mw} (type 2) gets {@code rkey} (its
+     * current key with the low 8 bits stepped: {@link IbvMw#nextRkey}) over {@code [addr, addr +
+     * length)} of {@code mr}, with {@code access} ({@code IBV_ACCESS_*}). Unbinding passes the MR
+     * with length 0, never a NULL MR: rxe's provider dereferences it (rdma-core v44).
+     */
+    public static void bindMw(MemorySegment wr, MemorySegment mw, int rkey, MemorySegment mr, long addr, long length,
+                              int access) {
+        wr.set(PTR, BIND_MW, mw);
+        wr.set(U32, BIND_RKEY, rkey);
+        wr.set(PTR, BIND_MR, mr);
+        wr.set(U64, BIND_ADDR, addr);
+        wr.set(U64, BIND_LENGTH, length);
+        wr.set(U32, BIND_ACCESS, access);
+    }
+
+    /** {@code invalidate_rkey} of an {@code IBV_WR_LOCAL_INV} (or SEND_WITH_INV). */
+    public static void invalidateRkey(MemorySegment wr, int rkey) {
+        wr.set(U32, INVALIDATE_RKEY, rkey);
     }
 
     /** Sets the members every work request has; clears {@code next} (a single WR). */

@@ -70,6 +70,8 @@ public final class LibIbverbs {
     private static final MethodHandle POST_SEND = Downcalls.pointer(of(INT, PTR, PTR, PTR), true);
     private static final MethodHandle POST_RECV = Downcalls.pointer(of(INT, PTR, PTR, PTR), true);
     private static final MethodHandle QUERY_DEVICE_EX_OP = Downcalls.pointerWithErrno(of(INT, PTR, PTR, PTR, SIZE_T));
+    private static final MethodHandle ALLOC_MW_OP = Downcalls.pointerWithErrno(of(PTR, PTR, INT));
+    private static final MethodHandle DEALLOC_MW_OP = Downcalls.pointerWithErrno(of(INT, PTR));
     private static final MethodHandle QUERY_PORT_OP = Downcalls.pointerWithErrno(of(INT, PTR, U8, PTR, SIZE_T));
 
     /** {@code enum ibv_atomic_cap}. */
@@ -499,6 +501,37 @@ public final class LibIbverbs {
     public static void destroySrq(MemorySegment srq) {
         try {
             Errno.check((int) DESTROY_SRQ.invokeExact(Errno.capture(), srq), "ibv_destroy_srq", null);
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
+    // ---- memory windows
+
+    /** {@code enum ibv_mw_type}. */
+    public static final int MW_TYPE_1 = 1, MW_TYPE_2 = 2;
+
+    /**
+     * {@code ibv_alloc_mw(pd, type)} through {@code ops.alloc_mw} ({@code allocMwFn}, of the PD's
+     * context): a memory window, type 2 unbound ("free") until a bind work request binds it on a
+     * queue pair. Throws naming the errno (EOPNOTSUPP where the device has no windows).
+     */
+    public static MemorySegment allocMw(MemorySegment allocMwFn, MemorySegment pd, int type) {
+        try {
+            return checkPtr((MemorySegment) ALLOC_MW_OP.invokeExact(allocMwFn, Errno.capture(), pd, type), "ibv_alloc_mw",
+                    "type " + type).reinterpret(IbvMw.LAYOUT.byteSize());
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
+    /** {@code ibv_dealloc_mw(mw)} through {@code ops.dealloc_mw}: a bound window is invalidated with it. */
+    public static void deallocMw(MemorySegment deallocMwFn, MemorySegment mw) {
+        try {
+            int rc = (int) DEALLOC_MW_OP.invokeExact(deallocMwFn, Errno.capture(), mw);
+            if (rc != 0) {
+                throw Errno.failure("ibv_dealloc_mw", rc > 0 ? rc : Errno.last(), null);
+            }
         } catch (Throwable t) {
             throw NativeCalls.rethrow(t);
         }

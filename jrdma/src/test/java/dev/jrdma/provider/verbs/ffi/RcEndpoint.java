@@ -193,6 +193,20 @@ final class RcEndpoint implements AutoCloseable {
         return LibIbverbs.postSend(postSendFn, qp, sendWr, badWr);
     }
 
+    /** Posts a signaled IBV_WR_BIND_MW: type 2 window {@code mw} gets {@code rkey} over {@code [addr, addr + length)} of {@code mr}. */
+    int postBindMw(long wrId, MemorySegment mw, int rkey, MemorySegment mr, long addr, long length, int access) {
+        IbvSendWr.set(sendWr, wrId, MemorySegment.NULL, 0, IbvSendWr.WR_BIND_MW, IbvSendWr.SEND_SIGNALED);
+        IbvSendWr.bindMw(sendWr, mw, rkey, mr, addr, length, access);
+        return LibIbverbs.postSend(postSendFn, qp, sendWr, badWr);
+    }
+
+    /** Posts a signaled IBV_WR_LOCAL_INV of {@code rkey}. */
+    int postLocalInv(long wrId, int rkey) {
+        IbvSendWr.set(sendWr, wrId, MemorySegment.NULL, 0, IbvSendWr.WR_LOCAL_INV, IbvSendWr.SEND_SIGNALED);
+        IbvSendWr.invalidateRkey(sendWr, rkey);
+        return LibIbverbs.postSend(postSendFn, qp, sendWr, badWr);
+    }
+
     /** Posts one signaled UD send of {@code length} bytes of {@code mr} to the QP {@code qpn} behind {@code ah}. */
     int postUdSend(long wrId, MemorySegment mr, int length, MemorySegment ah, int qpn, int qkey) {
         IbvSge.set(sge, IbvMr.addr(mr), length, IbvMr.lkey(mr));
