@@ -1,5 +1,9 @@
 package dev.jrdma;
 
+import dev.jrdma.spi.AccessFlags;
+import dev.jrdma.spi.Device;
+import dev.jrdma.spi.MemoryRegistration;
+import dev.jrdma.spi.MemoryWindow;
 import dev.jrdma.exceptions.ConnectionClosedException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.RdmaTimeoutException;
@@ -1055,6 +1059,45 @@ public final class Connection implements AutoCloseable {
             throw new ConnectionClosedException(op + ": the connection to " + remoteAddress + " is " + s);
         }
         return q;
+    }
+
+    /**
+     * A registration of {@code memory} (within {@code base}) for this connection's peer alone: a
+     * type 2 memory window bound on this connection's queue pair ({@link SendQueue#bindWindow}).
+     * Closing it deallocates the window, which revokes the key at once.
+     */
+    MemoryRegistration bindWindow(Device device, MemoryRegistration base, MemorySegment memory, int access) {
+        establishedQueuePair("toRemoteFor");
+        MemoryWindow window = device.allocateWindow();
+        try {
+            CompletableFuture<Void> bound = new CompletableFuture<>();
+            int rkey = sends.bindWindow(window, base, memory.address(), memory.byteSize(), access & AccessFlags.REMOTE_MASK, bound);
+            // The key works once the bind ran: wait for it, so that a descriptor handed out by any
+            // path is good. On an IO thread (a callback) the bind cannot complete while it waits:
+            // there RC's order is the guarantee (a descriptor sent on this connection after it).
+            if (!rdma.isIoThread()) {
+                awaitBind(bound);
+            }
+            return new WindowRegistration(window, memory, base.lkey(), rkey, access);
+        } catch (RuntimeException e) {
+            window.close();
+            throw e;
+        }
+    }
+
+    private void awaitBind(CompletableFuture<Void> bound) {
+        try {
+            io.await(bound, config.timeout().toNanos());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaException("toRemoteFor: interrupted while the memory window was bound");
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new RdmaTimeoutException("toRemoteFor: the memory window's bind on the connection to " + remoteAddress
+                    + " did not complete within " + config.timeout());
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r
+                    : new RdmaException("toRemoteFor: the memory window's bind failed: " + e.getCause(), e.getCause());
+        }
     }
 
     /** Runs {@code r} once this connection is released (at once, here, if it is already). */

@@ -200,9 +200,13 @@ public final class LocalRegion implements AutoCloseable {
      * that names nothing (it learns no more than that). The exposure ends when the connection
      * ends or this region closes, whichever comes first.
      *
-     * <p>tcp and shm scope the key themselves. On verbs it takes a type 2B memory window bound
-     * on the connection's queue pair, which the verbs provider does not bind yet: there it
-     * throws {@code UnsupportedCapabilityException}.
+     * <p>tcp and shm scope the key themselves. On verbs it is a type 2B memory window bound on
+     * the connection's queue pair over this region's registration (the device checks that the
+     * key comes on that queue pair); closing the region, or the connection's end, deallocates the
+     * window, which revokes the key at once. The call waits for the bind, except on an IO thread
+     * (in a callback), where it returns once the bind is posted: a descriptor sent on this
+     * connection after it reaches the peer after the bind took effect (RC keeps the send
+     * queue's order). A device without type 2B windows throws {@code UnsupportedCapabilityException}.
      *
      * @param connection the connection
      * @param rights the access the peer gets (only what the region has); none: what {@link #toRemote()} grants

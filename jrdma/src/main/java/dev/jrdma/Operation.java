@@ -25,7 +25,9 @@ enum Operation {
      * {@code IBV_WR_FLUSH} where the device has it, else a 1-byte read after the writes; the first
      * argument is 1 for persistence. Needs REMOTE_READ either way (the read form does).
      */
-    FLUSH("flush", QueuePair.WR_FLUSH, Access.REMOTE_READ, Shape.FLUSH);
+    FLUSH("flush", QueuePair.WR_FLUSH, Access.REMOTE_READ, Shape.FLUSH),
+    /** A type 2 memory window bound for {@link LocalRegion#toRemoteFor} ({@link SendQueue#bindWindow}). */
+    BIND_WINDOW("toRemoteFor", QueuePair.WR_BIND_MW, null, Shape.WINDOW);
 
     /** How an operation uses its regions. */
     enum Shape {
@@ -38,7 +40,9 @@ enum Operation {
         /** Like ATOMIC, posted again until the compare-and-swap takes effect. */
         EMULATED,
         /** No local buffer: a range of the remote region. */
-        FLUSH
+        FLUSH,
+        /** No regions: a memory window over a registration of this side, posted by the library itself. */
+        WINDOW
     }
 
     final String label;

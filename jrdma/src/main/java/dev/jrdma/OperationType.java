@@ -28,5 +28,10 @@ public enum OperationType {
     /** {@link Connection#flush(RemoteRegion, FlushType)}. */
     FLUSH,
     /** A message received: a send's, or a write-with-immediate's notice (its bytes counted, 0 for a write's). */
-    RECEIVE
+    RECEIVE,
+    /**
+     * A memory window bound on the connection's queue pair for {@link LocalRegion#toRemoteFor}
+     * (verbs, where the device has type 2B windows); its bytes are the window's length.
+     */
+    BIND_WINDOW
 }

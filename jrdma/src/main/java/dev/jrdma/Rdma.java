@@ -503,6 +503,15 @@ public final class Rdma implements AutoCloseable {
     }
 
     /** A registration of {@code segment} that only the peer of {@code qp} may use. */
+    Device device() {
+        return device;
+    }
+
+    /** Whether {@code toRemoteFor} binds memory windows here (verbs with type 2B windows). */
+    boolean bindsWindows() {
+        return device.bindsWindows();
+    }
+
     MemoryRegistration registerExposureFor(QueuePair qp, MemorySegment segment, int access) {
         checkOpen();
         return device.registerFor(qp, segment, access);

@@ -210,7 +210,10 @@ final class RegionResources {
             if (closed) {
                 throw new IllegalStateException("toRemoteFor: this region is closed: " + this);
             }
-            r = rdma.registerExposureFor(connection.establishedQueuePair("toRemoteFor"), memory, withLocalWrite(rights));
+            // Where the device has memory windows, a window bound on the connection's QP; else the
+            // provider's own scoped key (tcp, shm), or its refusal (verbs without windows).
+            r = rdma.bindsWindows() ? connection.bindWindow(rdma.device(), registration, memory, withLocalWrite(rights))
+                    : rdma.registerExposureFor(connection.establishedQueuePair("toRemoteFor"), memory, withLocalWrite(rights));
             if (leases == null) {
                 leases = new ArrayList<>();
             }

@@ -6,11 +6,13 @@ import dev.jrdma.runtime.IoThread;
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.MemoryRegistration;
+import dev.jrdma.spi.MemoryWindow;
 import dev.jrdma.spi.QueuePair;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * Posting to a connection's send queue: every operation, single, batched or an emulated atomic's
@@ -157,6 +159,7 @@ final class SendQueue {
                 o.expected = 0;   // the first attempt assumes the word is 0
                 postOne(o, op.wire, scratch(o), 8, scratchMr.lkey(), remote, 0, MaskedAtomics.next(op, 0, a, b, c, d), 0);
             }
+            case WINDOW -> throw new IllegalStateException(op.label + " is posted by bindWindow");
             case FLUSH -> {
                 if (nativeFlush) {
                     postOne(o, QueuePair.WR_FLUSH, 0, 0, 0, remote, a, remote.length(), 0);
@@ -166,6 +169,52 @@ final class SendQueue {
                 }
             }
         }
+    }
+
+    /**
+     * Binds type 2 memory window {@code window} on this queue pair over {@code [addr, addr +
+     * length)} of {@code registration} with {@code access}, under its next key, and returns that
+     * key: only this queue pair's peer can use it. The bind is posted, not waited for: RC runs the
+     * send queue in order, so anything posted after it here (the descriptor's message) reaches the
+     * peer after the window took effect; a bind that fails errs the queue pair, and so the
+     * connection, with its status named. Its future says when it was done.
+     */
+    int bindWindow(MemoryWindow window, MemoryRegistration registration, long addr, long length, int access,
+                   CompletableFuture<Void> done) {
+        Operation op = Operation.BIND_WINDOW;
+        if (length > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(op.label + ": a window of " + length + " bytes is more than one carries (2^31-1)");
+        }
+        life.checkUsable(op.label);
+        if (confined) {
+            io.checkOwner(op.label);
+            return postWindow(window, registration, addr, (int) length, access, done);
+        }
+        synchronized (postLock) {
+            return postWindow(window, registration, addr, (int) length, access, done);
+        }
+    }
+
+    private int postWindow(MemoryWindow window, MemoryRegistration registration, long addr, int length, int access,
+                           CompletableFuture<Void> done) {
+        Operation op = Operation.BIND_WINDOW;
+        awaitRoom(1, op.label);
+        SendOperation o = slots.take(op, SendOperation.VOID_FUTURE, done, null);
+        o.length = length;
+        o.postedAt = 0;
+        int rkey = window.nextRkey();
+        slots.push(o);
+        int rc = qp.postSend(o.slot, op.wire, QueuePair.SEND_SIGNALED, addr, length, 0, window.handle(), rkey,
+                registration.handle(), access, 0);
+        if (rc != 0) {
+            slots.popTail();
+            slots.untake(o);
+            throw new RdmaException(op.label + ": ibv_post_send of the window's bind failed with errno " + rc
+                    + " (the QP is " + QueuePair.stateName(qp.queryState()) + ")");
+        }
+        window.bound(rkey);
+        signaled();
+        return rkey;
     }
 
     /**

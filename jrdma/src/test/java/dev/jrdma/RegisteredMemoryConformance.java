@@ -216,8 +216,8 @@ abstract class RegisteredMemoryConformance {
      * the same descriptor, is refused as for a key that names nothing (also on shm, where the
      * second client would otherwise map the region and write it directly); the first one reads
      * and writes. The exposure ends with its connection. Bad input: another Rdma's connection, a
-     * closed connection, a closed region. On verbs it needs type 2B memory windows, which the
-     * verbs provider does not bind yet: UnsupportedCapabilityException naming the device.
+     * closed connection, a closed region. On verbs the key is a type 2B memory window bound on
+     * the connection's queue pair (rxe has them).
      */
     @Test
     void aRegionExposedToOneConnectionIsThatPeersAlone() throws Exception {
@@ -227,13 +227,6 @@ abstract class RegisteredMemoryConformance {
             assertNotNull(toFirst, "the server's side of the first connection");
             LocalRegion target = p.server().allocate(4096);
             target.segment().fill((byte) 5);
-            if (transport().provider().equals("verbs")) {
-                var e = assertThrows(dev.jrdma.exceptions.UnsupportedCapabilityException.class,
-                        () -> target.toRemoteFor(toFirst, Access.REMOTE_READ, Access.REMOTE_WRITE));
-                assertEquals("a registration for one connection", e.capability());
-                assertTrue(e.getMessage().contains(p.server().deviceName()), e.getMessage());
-                return;
-            }
             RemoteRegion mine = target.toRemoteFor(toFirst, Access.REMOTE_READ, Access.REMOTE_WRITE);
             RemoteRegion copy = RemoteRegion.fromDescriptor(mine.toDescriptor());
             LocalRegion buf = p.client().allocate(4096);
@@ -273,6 +266,29 @@ abstract class RegisteredMemoryConformance {
             assertEquals(0, target.openLeases(), "the exposure ended with its connection");
             target.close();
             assertThrows(IllegalStateException.class, () -> target.toRemoteFor(toFirst));
+        }
+    }
+
+    /**
+     * Closing a region exposed to one connection revokes its key at once: the peer that read it
+     * a moment before is refused now (on verbs the window is deallocated), and the connection's
+     * release hook is gone with it.
+     */
+    @Test
+    void aRegionExposedToOneConnectionIsRevokedWhenItCloses() throws Exception {
+        try (TestPair p = TestPair.open(transport(), CompletionMode.ADAPTIVE)) {
+            Connection toFirst = p.accepted().poll(T, TimeUnit.SECONDS);
+            assertNotNull(toFirst, "the server's side of the connection");
+            LocalRegion exposed = p.server().allocate(64);
+            exposed.segment().fill((byte) 3);
+            RemoteRegion given = exposed.toRemoteFor(toFirst, Access.REMOTE_READ);
+            LocalRegion probe = p.client().allocate(64);
+            p.conn().readSync(given, probe);
+            assertEquals(3, probe.segment().get(ValueLayout.JAVA_BYTE, 63), "read while exposed");
+            exposed.close();
+            assertEquals(0, toFirst.releaseHookCount(), "the closed region's hook left the connection");
+            Throwable late = cause(p.conn().read(given, probe));
+            assertInstanceOf(RemoteAccessException.class, late, "reading after the region closed: " + late);
         }
     }
 

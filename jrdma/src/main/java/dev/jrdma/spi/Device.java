@@ -96,6 +96,21 @@ public interface Device extends AutoCloseable {
         throw new UnsupportedCapabilityException("shared receive queues", name(), null);
     }
 
+    /**
+     * A type 2 memory window on this device's protection domain, unbound: bound on one queue pair
+     * with {@link QueuePair#WR_BIND_MW}, it gives that queue pair's peer alone a key to a range of a
+     * registration made with {@link AccessFlags#MW_BIND}. A device without them throws
+     * {@link UnsupportedCapabilityException}.
+     */
+    default MemoryWindow allocateWindow() {
+        throw new UnsupportedCapabilityException("memory windows (type 2)", name(), null);
+    }
+
+    /** Whether {@link #allocateWindow()} works here (then registrations for peers carry {@link AccessFlags#MW_BIND}). */
+    default boolean bindsWindows() {
+        return false;
+    }
+
     /** A completion channel: one fd that reports events of every CQ made with it. */
     CompletionChannel createCompletionChannel();
 

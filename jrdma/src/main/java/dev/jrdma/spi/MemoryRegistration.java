@@ -13,6 +13,14 @@ public interface MemoryRegistration extends AutoCloseable {
     /** {@link AccessFlags} bits it was registered with. */
     int access();
 
+    /**
+     * The provider's native object (verbs: the {@code ibv_mr *}), which a memory window is bound
+     * over ({@link QueuePair#WR_BIND_MW}); 0 where there is none.
+     */
+    default long handle() {
+        return 0;
+    }
+
     /** Deregisters: later use of its keys, local or remote, fails. Idempotent. */
     @Override
     void close();

@@ -22,6 +22,17 @@ public interface QueuePair {
      * holds every write posted before it (and, for persistence, is on stable storage).
      */
     int WR_FLUSH = 14;
+    /**
+     * {@code IBV_WR_BIND_MW}: binds a type 2 memory window on this queue pair, for devices with
+     * {@link Device#allocateWindow()}. No local buffer; {@code localAddr}/{@code length} are the
+     * window's range, {@code remoteAddr} the window's {@link MemoryWindow#handle()},
+     * {@code compareAdd} the registration's {@link MemoryRegistration#handle()}, {@code rkey} the
+     * window's new key ({@link MemoryWindow#nextRkey()}) and {@code swap} the access bits. Only
+     * this queue pair's peer can use the key.
+     */
+    int WR_BIND_MW = 8;
+    /** {@code IBV_WR_LOCAL_INV}: invalidates the window whose key is {@code rkey}; nothing else used. */
+    int WR_LOCAL_INV = 7;
 
     /** Send flags: {@code enum ibv_send_flags}. */
     int SEND_FENCE = 1, SEND_SIGNALED = 1 << 1, SEND_SOLICITED = 1 << 2, SEND_INLINE = 1 << 3;

@@ -23,6 +23,7 @@ import dev.jrdma.spi.Srq;
 import dev.jrdma.device.DeviceCapabilities;
 import dev.jrdma.spi.DeviceEventHandler;
 import dev.jrdma.spi.MemoryRegistration;
+import dev.jrdma.spi.MemoryWindow;
 import dev.jrdma.spi.QueuePair;
 
 import java.lang.foreign.Arena;
@@ -49,6 +50,8 @@ final class VerbsDevice implements Device {
     private static final Map<Long, List<VerbsDevice>> OPEN = new ConcurrentHashMap<>();
     private final DeviceInfo info;
     private final DeviceCapabilities capabilities;
+    /** Type 2B memory windows (device_cap_flags bit 24): toRemoteFor binds one on the connection's QP. */
+    private final boolean windows;
     final MemorySegment context;
     final MemorySegment pd;
     private final InetAddress sourceAddress;
@@ -63,6 +66,8 @@ final class VerbsDevice implements Device {
         this.sourceAddress = ipv4Of(info);
         this.sourceAddress6 = ipv6Of(info);
         this.context = context;
+        this.windows = info.has(dev.jrdma.device.Capability.MEMORY_WINDOW_TYPE_2B) && info.maxMw() > 0
+                && !"false".equals(System.getProperty("jrdma.verbs.memoryWindows"));
         this.capabilities = new DeviceCapabilities(info.maxQpWr(), info.maxSge(), info.maxCqe(), info.maxQpRdAtom(),
                 info.maxQpInitRdAtom(), info.maxMrSize(), info.atomics(), false, info.srq(), info.odp());
         this.pd = LibIbverbs.allocPd(context);
@@ -180,7 +185,9 @@ final class VerbsDevice implements Device {
     @Override
     public MemoryRegistration register(MemorySegment memory, int access) {
         try {
-            return new VerbsMemoryRegistration(LibIbverbs.regMr(pd, memory, access), memory, access);
+            // With windows, every registration may have one bound over it (toRemoteFor): MW_BIND.
+            int native_ = windows ? access | IbvMr.ACCESS_MW_BIND : access;
+            return new VerbsMemoryRegistration(LibIbverbs.regMr(pd, memory, native_), memory, access);
         } catch (NativeRdmaException e) {
             throw MemlockBudget.explain(e, memory.byteSize());
         }
@@ -189,6 +196,20 @@ final class VerbsDevice implements Device {
     @Override
     public void checkMemoryBudget(long bytes) {
         MemlockBudget.check(name(), bytes);
+    }
+
+    @Override
+    public boolean bindsWindows() {
+        return windows;
+    }
+
+    @Override
+    public MemoryWindow allocateWindow() {
+        if (!windows) {
+            return Device.super.allocateWindow();
+        }
+        return new VerbsMemoryWindow(LibIbverbs.allocMw(IbvContext.allocMwFn(context), pd, LibIbverbs.MW_TYPE_2),
+                IbvContext.deallocMwFn(context));
     }
 
     @Override

@@ -45,6 +45,11 @@ final class VerbsMemoryRegistration implements MemoryRegistration {
     }
 
     @Override
+    public long handle() {
+        return mr.address();
+    }
+
+    @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
             LibIbverbs.deregMr(mr);

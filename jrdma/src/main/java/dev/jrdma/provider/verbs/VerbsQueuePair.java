@@ -86,6 +86,17 @@ final class VerbsQueuePair implements QueuePair {
                       long remoteAddr, int rkey, long compareAdd, long swap, int imm) {
         MemorySegment wr = wrAt[index];
         MemorySegment sge = sgeAt[index];
+        if (opcode == WR_BIND_MW) {   // a control request (toRemoteFor): the segments made here do not matter
+            IbvSendWr.set(wr, wrId, sge, 0, opcode, flags);
+            IbvSendWr.bindMw(wr, MemorySegment.ofAddress(remoteAddr), rkey, MemorySegment.ofAddress(compareAdd),
+                    localAddr, Integer.toUnsignedLong(length), (int) swap);
+            return;
+        }
+        if (opcode == WR_LOCAL_INV) {
+            IbvSendWr.set(wr, wrId, sge, 0, opcode, flags);
+            IbvSendWr.invalidateRkey(wr, rkey);
+            return;
+        }
         IbvSge.set(sge, localAddr, length, lkey);
         IbvSendWr.set(wr, wrId, sge, length == 0 ? 0 : 1, opcode, flags);
         if (opcode == WR_ATOMIC_CMP_AND_SWP || opcode == WR_ATOMIC_FETCH_AND_ADD) {
