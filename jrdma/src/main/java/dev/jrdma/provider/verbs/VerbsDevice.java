@@ -20,6 +20,7 @@ import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.Srq;
+import dev.jrdma.device.Capability;
 import dev.jrdma.device.DeviceCapabilities;
 import dev.jrdma.spi.DeviceEventHandler;
 import dev.jrdma.spi.MemoryRegistration;
@@ -66,7 +67,7 @@ final class VerbsDevice implements Device {
         this.sourceAddress = ipv4Of(info);
         this.sourceAddress6 = ipv6Of(info);
         this.context = context;
-        this.windows = info.has(dev.jrdma.device.Capability.MEMORY_WINDOW_TYPE_2B) && info.maxMw() > 0
+        this.windows = info.has(Capability.MEMORY_WINDOW_TYPE_2B) && info.maxMw() > 0
                 && !"false".equals(System.getProperty("jrdma.verbs.memoryWindows"));
         this.capabilities = new DeviceCapabilities(info.maxQpWr(), info.maxSge(), info.maxCqe(), info.maxQpRdAtom(),
                 info.maxQpInitRdAtom(), info.maxMrSize(), info.atomics(), false, info.srq(), info.odp());
