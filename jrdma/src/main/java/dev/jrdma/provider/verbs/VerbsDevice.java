@@ -1,5 +1,6 @@
 package dev.jrdma.provider.verbs;
 
+import dev.jrdma.device.Capability;
 import dev.jrdma.device.DeviceInfo;
 import dev.jrdma.device.GidInfo;
 import dev.jrdma.device.PortInfo;
@@ -20,7 +21,6 @@ import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.Srq;
-import dev.jrdma.device.Capability;
 import dev.jrdma.device.DeviceCapabilities;
 import dev.jrdma.spi.DeviceEventHandler;
 import dev.jrdma.spi.MemoryRegistration;
