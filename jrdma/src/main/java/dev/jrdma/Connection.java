@@ -1068,6 +1068,11 @@ public final class Connection implements AutoCloseable {
      */
     MemoryRegistration bindWindow(Device device, MemoryRegistration base, MemorySegment memory, int access) {
         establishedQueuePair("toRemoteFor");
+        if (base.handle() == 0) {   // a bind over it would fail on the device and take the connection down
+            throw new UnsupportedCapabilityException("a registration for one connection", device.name(),
+                    "this region's registration cannot have a memory window bound over it (on-demand paging, or "
+                            + "physical addresses); toRemote() exposes it to every peer holding the descriptor");
+        }
         MemoryWindow window = device.allocateWindow();
         try {
             CompletableFuture<Void> bound = new CompletableFuture<>();

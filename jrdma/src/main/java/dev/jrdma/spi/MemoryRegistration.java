@@ -14,8 +14,8 @@ public interface MemoryRegistration extends AutoCloseable {
     int access();
 
     /**
-     * The provider's native object (verbs: the {@code ibv_mr *}), which a memory window is bound
-     * over ({@link QueuePair#WR_BIND_MW}); 0 where there is none.
+     * The provider's native object (verbs: the {@code ibv_mr *}) when a memory window can be bound
+     * over it ({@link QueuePair#WR_BIND_MW}: registered with {@link AccessFlags#MW_BIND}); else 0.
      */
     default long handle() {
         return 0;

@@ -188,7 +188,7 @@ final class VerbsDevice implements Device {
         try {
             // With windows, every registration may have one bound over it (toRemoteFor): MW_BIND.
             int native_ = windows ? access | IbvMr.ACCESS_MW_BIND : access;
-            return new VerbsMemoryRegistration(LibIbverbs.regMr(pd, memory, native_), memory, access);
+            return new VerbsMemoryRegistration(LibIbverbs.regMr(pd, memory, native_), memory, access, windows);
         } catch (NativeRdmaException e) {
             throw MemlockBudget.explain(e, memory.byteSize());
         }

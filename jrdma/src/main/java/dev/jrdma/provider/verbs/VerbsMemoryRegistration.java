@@ -16,7 +16,15 @@ final class VerbsMemoryRegistration implements MemoryRegistration {
     private final int rkey;
     private final AtomicBoolean closed = new AtomicBoolean();
 
+    /** Registered with IBV_ACCESS_MW_BIND: windows may be bound over it. */
+    private final boolean windows;
+
     VerbsMemoryRegistration(MemorySegment mr, MemorySegment memory, int access) {
+        this(mr, memory, access, false);
+    }
+
+    VerbsMemoryRegistration(MemorySegment mr, MemorySegment memory, int access, boolean windows) {
+        this.windows = windows;
         this.mr = mr;
         this.memory = memory;
         this.access = access;
@@ -46,7 +54,7 @@ final class VerbsMemoryRegistration implements MemoryRegistration {
 
     @Override
     public long handle() {
-        return mr.address();
+        return windows ? mr.address() : 0;   // 0: no window can be bound over it (see the SPI)
     }
 
     @Override
