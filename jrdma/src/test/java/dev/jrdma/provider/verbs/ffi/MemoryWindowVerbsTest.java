@@ -71,6 +71,35 @@ class MemoryWindowVerbsTest {
         }
     }
 
+    /** Deallocating a bound window revokes its key at once: what toRemoteFor's revocation relies on. */
+    @Test
+    void deallocatingABoundWindowRevokesItsKey() {
+        try (RcPair pair = RcPair.connect()) {
+            RcEndpoint server = pair.server, client = pair.client;
+            MemorySegment mr = server.register(4096, IbvMr.ACCESS_LOCAL_WRITE | IbvMr.ACCESS_MW_BIND);
+            MemorySegment src = client.register(64, IbvMr.ACCESS_LOCAL_WRITE);
+            MemorySegment mw = LibIbverbs.allocMw(IbvContext.allocMwFn(server.context), server.pd, LibIbverbs.MW_TYPE_2);
+            boolean freed = false;
+            try {
+                int k = IbvMw.nextRkey(IbvMw.rkey(mw));
+                assertEquals(0, server.postBindMw(1, mw, k, mr, IbvMr.addr(mr), 4096, IbvMr.ACCESS_REMOTE_WRITE));
+                assertEquals(IbvWc.SUCCESS, server.pollOne(T).status());
+                IbvMw.rkey(mw, k);
+                assertEquals(0, client.postSend(2, IbvSendWr.WR_RDMA_WRITE, src, 0, 8, IbvMr.addr(mr), k, 0, 0, 0));
+                assertEquals(IbvWc.SUCCESS, client.pollOne(T).status(), "written through the window");
+                LibIbverbs.deallocMw(IbvContext.deallocMwFn(server.context), mw);
+                freed = true;
+                assertEquals(0, client.postSend(3, IbvSendWr.WR_RDMA_WRITE, src, 0, 8, IbvMr.addr(mr) + 8, k, 0, 0, 0));
+                RcEndpoint.Wc refused = client.pollOne(T);
+                assertEquals(IbvWc.REM_ACCESS_ERR, refused.status(), "after ibv_dealloc_mw: " + refused.statusName());
+            } finally {
+                if (!freed) {
+                    LibIbverbs.deallocMw(IbvContext.deallocMwFn(server.context), mw);
+                }
+            }
+        }
+    }
+
     /** A bind and an invalidate against an ibv_reg_mr and ibv_dereg_mr of the same 64 KiB, each waited for; printed. */
     @Test
     void bindAndInvalidateAgainstRegisterAndDeregister() {
