@@ -258,7 +258,7 @@ abstract class RegisteredMemoryConformance {
             assertEquals(2, toFirst.releaseHookCount());
             brief.close();
             assertEquals(1, toFirst.releaseHookCount(), "a region closed first takes its hook off the connection");
-            toFirst.close();
+            toFirst.closeAsync().get(60, TimeUnit.SECONDS);   // released: its hooks run now (verbs: the disconnect can take seconds)
             assertThrows(dev.jrdma.exceptions.ConnectionClosedException.class, () -> target.toRemoteFor(toFirst));
             for (long until = System.nanoTime() + 10_000_000_000L; target.openLeases() > 0 && System.nanoTime() < until; ) {
                 Thread.onSpinWait();

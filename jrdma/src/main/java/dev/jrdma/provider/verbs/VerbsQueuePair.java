@@ -88,6 +88,7 @@ final class VerbsQueuePair implements QueuePair {
         MemorySegment sge = sgeAt[index];
         if (opcode == WR_BIND_MW) {   // a control request (toRemoteFor): the segments made here do not matter
             IbvSendWr.set(wr, wrId, sge, 0, opcode, flags);
+            IbvSendWr.immData(wr, 0);   // rxe refuses a bind whose imm_data (left by an earlier request here) is not 0
             IbvSendWr.bindMw(wr, MemorySegment.ofAddress(remoteAddr), rkey, MemorySegment.ofAddress(compareAdd),
                     localAddr, Integer.toUnsignedLong(length), (int) swap);
             return;

@@ -196,6 +196,7 @@ final class RcEndpoint implements AutoCloseable {
     /** Posts a signaled IBV_WR_BIND_MW: type 2 window {@code mw} gets {@code rkey} over {@code [addr, addr + length)} of {@code mr}. */
     int postBindMw(long wrId, MemorySegment mw, int rkey, MemorySegment mr, long addr, long length, int access) {
         IbvSendWr.set(sendWr, wrId, MemorySegment.NULL, 0, IbvSendWr.WR_BIND_MW, IbvSendWr.SEND_SIGNALED);
+        IbvSendWr.immData(sendWr, 0);   // shares its word with invalidate_rkey; rxe refuses a bind with it set (EINVAL)
         IbvSendWr.bindMw(sendWr, mw, rkey, mr, addr, length, access);
         return LibIbverbs.postSend(postSendFn, qp, sendWr, badWr);
     }
