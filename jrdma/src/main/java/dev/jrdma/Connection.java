@@ -1077,20 +1077,20 @@ public final class Connection implements AutoCloseable {
         try {
             CompletableFuture<Void> bound = new CompletableFuture<>();
             int rkey = sends.bindWindow(window, base, memory.address(), memory.byteSize(), access & AccessFlags.REMOTE_MASK, bound);
-            // The key works once the bind ran: wait for it, so that a descriptor handed out by any
-            // path is good. On an IO thread (a callback) the bind cannot complete while it waits:
-            // there RC's order is the guarantee (a descriptor sent on this connection after it).
-            if (!rdma.isIoThread()) {
-                awaitBind(bound);
-            }
-            return new WindowRegistration(window, memory, base.lkey(), rkey, access);
+            return new WindowRegistration(window, memory, base.lkey(), rkey, access, bound);
         } catch (RuntimeException e) {
             window.close();
             throw e;
         }
     }
 
-    private void awaitBind(CompletableFuture<Void> bound) {
+    /**
+     * Waits for a window's bind ({@link #bindWindow}): its key works once the bind ran, so that a
+     * descriptor handed out by any path is good. Not on an IO thread (a callback), where the bind
+     * cannot complete while it waits: there RC's order is the guarantee (a descriptor sent on
+     * this connection after it reaches the peer after the bind).
+     */
+    void awaitBind(CompletableFuture<Void> bound) {
         try {
             io.await(bound, config.timeout().toNanos());
         } catch (InterruptedException e) {

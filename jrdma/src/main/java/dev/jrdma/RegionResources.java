@@ -235,6 +235,17 @@ final class RegionResources {
         JrdmaEvents.regionExposed(memory.address(), memory.byteSize(), r.rkey(), AccessFlags.names(rights),
                 "the connection to " + connection.remoteAddress());
         connection.addReleaseHook(end);   // outside the lock: it runs at once if the connection is gone
+        if (r instanceof WindowRegistration w && !rdma.isIoThread()) {
+            // Outside the lock too: the IO thread that completes the bind may need it (another
+            // connection's release ending an exposure of this region).
+            try {
+                connection.awaitBind(w.bound);
+            } catch (RuntimeException e) {
+                connection.removeReleaseHook(end);
+                end.run();
+                throw e;
+            }
+        }
         return r;
     }
 

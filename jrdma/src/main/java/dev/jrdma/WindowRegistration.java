@@ -4,6 +4,7 @@ import dev.jrdma.spi.MemoryRegistration;
 import dev.jrdma.spi.MemoryWindow;
 
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -18,8 +19,12 @@ final class WindowRegistration implements MemoryRegistration {
     private final int rkey;
     private final int access;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Completes when the bind ran on the device (fails with why it did not). */
+    final CompletableFuture<Void> bound;
 
-    WindowRegistration(MemoryWindow window, MemorySegment memory, int lkey, int rkey, int access) {
+    WindowRegistration(MemoryWindow window, MemorySegment memory, int lkey, int rkey, int access,
+                       CompletableFuture<Void> bound) {
+        this.bound = bound;
         this.window = window;
         this.memory = memory;
         this.lkey = lkey;
