@@ -16,7 +16,6 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -225,9 +224,5 @@ abstract class DatagramConformance {
     /** The bytes of {@code d}'s payload as text. */
     static String text(Datagram d) {
         return new String(d.data().toArray(ValueLayout.JAVA_BYTE), StandardCharsets.US_ASCII);
-    }
-
-    static String sizes(int[] s) {
-        return Arrays.toString(s);
     }
 }

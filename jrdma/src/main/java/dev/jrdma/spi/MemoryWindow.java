@@ -2,8 +2,8 @@ package dev.jrdma.spi;
 
 /**
  * A type 2 memory window ({@code ibv_mw}): made by {@link Device#allocateWindow()}, bound on one
- * queue pair by a {@link QueuePair#WR_BIND_MW} work request, invalidated by
- * {@link QueuePair#WR_LOCAL_INV}. Its owner serialises its use.
+ * queue pair by a {@link QueuePair#WR_BIND_MW} work request, revoked by {@link #close()}. Its
+ * owner serialises its use.
  */
 public interface MemoryWindow extends AutoCloseable {
     /** {@return the native object (verbs: the {@code ibv_mw *}), for the bind work request} */

@@ -31,8 +31,6 @@ public interface QueuePair {
      * this queue pair's peer can use the key.
      */
     int WR_BIND_MW = 8;
-    /** {@code IBV_WR_LOCAL_INV}: invalidates the window whose key is {@code rkey}; nothing else used. */
-    int WR_LOCAL_INV = 7;
 
     /** Send flags: {@code enum ibv_send_flags}. */
     int SEND_FENCE = 1, SEND_SIGNALED = 1 << 1, SEND_SOLICITED = 1 << 2, SEND_INLINE = 1 << 3;

@@ -9,7 +9,7 @@ public final class WorkCompletion {
             REM_INV_REQ_ERR = 9, REM_ACCESS_ERR = 10, REM_OP_ERR = 11, RETRY_EXC_ERR = 12, RNR_RETRY_EXC_ERR = 13;
 
     public static final int OP_SEND = 0, OP_RDMA_WRITE = 1, OP_RDMA_READ = 2, OP_COMP_SWAP = 3, OP_FETCH_ADD = 4,
-            OP_BIND_MW = 5, OP_LOCAL_INV = 6, OP_FLUSH = 8,
+            OP_BIND_MW = 5, OP_FLUSH = 8,
             OP_RECV = 128, OP_RECV_RDMA_WITH_IMM = 129;
 
     private static final String[] STATUS = {"IBV_WC_SUCCESS", "IBV_WC_LOC_LEN_ERR", "IBV_WC_LOC_QP_OP_ERR",
@@ -35,7 +35,6 @@ public final class WorkCompletion {
             case QueuePair.WR_ATOMIC_FETCH_AND_ADD -> OP_FETCH_ADD;
             case QueuePair.WR_FLUSH -> OP_FLUSH;
             case QueuePair.WR_BIND_MW -> OP_BIND_MW;
-            case QueuePair.WR_LOCAL_INV -> OP_LOCAL_INV;
             default -> OP_SEND;
         };
     }

@@ -25,7 +25,7 @@ import java.util.Map;
  * What UD gives is kept: a datagram arrives whole or not at all, a send completes when the
  * socket took it, a datagram that finds no posted receive waits in the socket's buffer and is
  * dropped by the kernel when that fills (UD drops it at once), and one larger than the posted
- * buffers is dropped and counted ({@link #droppedOversized}).
+ * buffers is dropped.
  *
  * <p>A multicast group is a second socket bound to the group's address at {@link #MULTICAST_PORT}
  * (with SO_REUSEADDR, so every member on the host binds it) that joined the group on the
@@ -78,7 +78,6 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
     private final MemorySegment fromLen = arena.allocate(ValueLayout.JAVA_INT);
     private final Map<InetSocketAddress, TcpDatagramPeer> peers = new HashMap<>();
     private final Map<InetAddress, Integer> groups = new HashMap<>();
-    private volatile long droppedOversized;
     private volatile boolean closed;
 
     TcpDatagramQueuePair(TcpRegistrations registrations, TcpCompletionChannel channel, InetSocketAddress bind,
@@ -128,11 +127,6 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
     @Override
     public int sendDepth() {
         return sendDepth;
-    }
-
-    /** Datagrams larger than the posted buffers, dropped. */
-    long droppedOversized() {
-        return droppedOversized;
     }
 
     @Override
@@ -258,8 +252,7 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
                     break;   // EAGAIN: nothing more on this socket (a UDP socket has no other pending error here)
                 }
                 if (n > room) {
-                    droppedOversized++;   // cut by the kernel: not delivered, and the buffer stays posted
-                    continue;
+                    continue;   // cut by the kernel: not delivered, and the buffer stays posted
                 }
                 synchronized (recvLock) {
                     recvHead = (recvHead + 1) % recvDepth;

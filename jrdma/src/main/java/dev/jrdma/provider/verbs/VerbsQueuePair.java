@@ -93,11 +93,6 @@ final class VerbsQueuePair implements QueuePair {
                     localAddr, Integer.toUnsignedLong(length), (int) swap);
             return;
         }
-        if (opcode == WR_LOCAL_INV) {
-            IbvSendWr.set(wr, wrId, sge, 0, opcode, flags);
-            IbvSendWr.invalidateRkey(wr, rkey);
-            return;
-        }
         IbvSge.set(sge, localAddr, length, lkey);
         IbvSendWr.set(wr, wrId, sge, length == 0 ? 0 : 1, opcode, flags);
         if (opcode == WR_ATOMIC_CMP_AND_SWP || opcode == WR_ATOMIC_FETCH_AND_ADD) {
