@@ -28,6 +28,8 @@ public final class ConnectionConfig {
     private final int ackTimeout;
     private final int minRnrTimer;
     private final int trafficClass;
+    private final int serviceLevel;
+    private final int flowLabel;
     private final SharedReceiveQueue sharedReceiveQueue;
     private final byte[] privateData;
     private final byte[] authToken;
@@ -46,6 +48,8 @@ public final class ConnectionConfig {
         ackTimeout = b.ackTimeout;
         minRnrTimer = b.minRnrTimer;
         trafficClass = b.trafficClass;
+        serviceLevel = b.serviceLevel;
+        flowLabel = b.flowLabel;
         sharedReceiveQueue = b.sharedReceiveQueue;
         privateData = b.privateData.clone();
         authToken = b.authToken.clone();
@@ -90,6 +94,8 @@ public final class ConnectionConfig {
         b.ackTimeout = ackTimeout;
         b.minRnrTimer = minRnrTimer;
         b.trafficClass = trafficClass;
+        b.serviceLevel = serviceLevel;
+        b.flowLabel = flowLabel;
         b.sharedReceiveQueue = sharedReceiveQueue;
         b.privateData = privateData.clone();
         b.authToken = authToken.clone();
@@ -227,6 +233,44 @@ public final class ConnectionConfig {
     }
 
     /**
+     * The service level (0-15) of the connection's path, or -1 (the default) for the connection
+     * manager's. On RoCE the service level is the packets' Ethernet priority (the VLAN PCP a NIC
+     * tags them with, and the class PFC pauses), which rdma_cm otherwise derives from the traffic
+     * class through a VLAN device's egress priority map (0 without one); on InfiniBand it is the
+     * virtual lane the subnet manager maps it to.
+     *
+     * <p>Who applies it: on verbs, the side that connects, like {@link #trafficClass()}: with a
+     * service level or a {@link #flowLabel()} set, jrdma gives rdma_cm the connection's path itself
+     * ({@code RDMA_OPTION_IB_PATH}, RoCE ports only: on an InfiniBand port the subnet manager's path
+     * is the one to use, and the connect fails naming the port) instead of letting it resolve one,
+     * and the connection request carries it, so the accepting side's queue pair uses it too; an
+     * accepting side's own setting is not used. {@link Connection#queuePair()} reports the service
+     * level the device keeps: rxe does not keep one (it reports 0, and the request on the wire
+     * carries the level). tcp and shm have no service level and ignore it ({@link
+     * QueuePairInfo#serviceLevel()} is -1 there).
+     *
+     * @return the service level, 0 to 15, or -1 for the connection manager's
+     */
+    public int serviceLevel() {
+        return serviceLevel;
+    }
+
+    /**
+     * The GRH flow label (20 bits) of the connection's packets, or -1 (the default) for the
+     * connection manager's (rdma_cm's is a hash of the two ports). On RoCE v2 the flow label
+     * chooses the packets' UDP source port ({@code 0xC000 | (label & 0x3FFF) ^ (label >> 14)}),
+     * which is what switches hash on to spread connections over equal-cost paths (ECMP); a chosen
+     * label pins a connection to one path, or spreads a set of them on purpose. Applied by the
+     * connecting side as {@link #serviceLevel()} is (on verbs, and only on RoCE ports); tcp and shm
+     * ignore it ({@link QueuePairInfo#flowLabel()} is -1 there).
+     *
+     * @return the flow label, 0 to 0xFFFFF, or -1 for the connection manager's
+     */
+    public int flowLabel() {
+        return flowLabel;
+    }
+
+    /**
      * {@return Application bytes sent with the connection request (the peer sees them in its accept
      * callback)}
      */
@@ -307,6 +351,8 @@ public final class ConnectionConfig {
                 + ", rnrRetry=" + rnrRetry + ", ackTimeout=" + (ackTimeout < 0 ? "cm" : ackTimeout)
                 + ", minRnrTimer=" + (minRnrTimer < 0 ? "cm" : minRnrTimer)
                 + (trafficClass < 0 ? "" : ", trafficClass=" + trafficClass)
+                + (serviceLevel < 0 ? "" : ", serviceLevel=" + serviceLevel)
+                + (flowLabel < 0 ? "" : ", flowLabel=0x" + Integer.toHexString(flowLabel))
                 + (sharedReceiveQueue == null ? "" : ", sharedReceiveQueue=" + sharedReceiveQueue) + ", privateData="
                 + privateData.length + " bytes, authToken="
                 + (authToken.length == 0 ? "none" : authToken.length + " bytes")
@@ -326,6 +372,8 @@ public final class ConnectionConfig {
         private int ackTimeout = -1;
         private int minRnrTimer = -1;
         private int trafficClass = -1;
+        private int serviceLevel = -1;
+        private int flowLabel = -1;
         private SharedReceiveQueue sharedReceiveQueue;
         private byte[] privateData = new byte[0];
         private byte[] authToken = new byte[0];
@@ -478,6 +526,30 @@ public final class ConnectionConfig {
          */
         public Builder trafficClass(int tos) {
             trafficClass = range("trafficClass", tos, -1, 255);
+            return this;
+        }
+
+        /**
+         * The service level, 0 to 15, or -1 for the connection manager's (see {@link
+         * ConnectionConfig#serviceLevel()}). Default -1.
+         *
+         * @param sl the service level, or -1
+         * @return this builder
+         */
+        public Builder serviceLevel(int sl) {
+            serviceLevel = range("serviceLevel", sl, -1, 15);
+            return this;
+        }
+
+        /**
+         * The GRH flow label, 0 to 0xFFFFF, or -1 for the connection manager's (see {@link
+         * ConnectionConfig#flowLabel()}). Default -1.
+         *
+         * @param label the 20-bit flow label, or -1
+         * @return this builder
+         */
+        public Builder flowLabel(int label) {
+            flowLabel = range("flowLabel", label, -1, 0xFFFFF);
             return this;
         }
 

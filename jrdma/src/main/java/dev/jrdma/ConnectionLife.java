@@ -178,7 +178,7 @@ final class ConnectionLife {
         return new QueuePairSpec(config.sendQueueDepth() + 1, config.sharedReceiveQueue() != null ? 0 : config.receiveQueueDepth(),
                 1, 1, config.maxInlineData(),
                 rd, rd, config.retryCount(), config.rnrRetry(), config.ackTimeout(), config.minRnrTimer(),
-                config.trafficClass());
+                config.trafficClass(), config.serviceLevel(), config.flowLabel());
     }
 
     /** Starts connecting through {@code cm}; a failure fails the connect. */

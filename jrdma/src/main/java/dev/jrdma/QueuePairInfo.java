@@ -28,10 +28,12 @@ import java.time.Duration;
  *                    reports it (the client's {@link ConnectionConfig#trafficClass()} on both
  *                    sides), on tcp and shm what this side's socket sends with; -1 when the QP is
  *                    gone.
- * @param serviceLevel the service level of the address vector as the device reports it (on RoCE
- *                    rdma_cm derives it from the traffic class); -1 on tcp and shm, or when the QP
- *                    is gone.
- * @param flowLabel   the GRH flow label (20 bits) of the address vector as the device reports it;
+ * @param serviceLevel the service level of the address vector as the device reports it: the
+ *                    client's {@link ConnectionConfig#serviceLevel()} on both sides, or rdma_cm's
+ *                    (on RoCE derived from the traffic class); rxe keeps none and reports 0. -1 on
+ *                    tcp and shm, or when the QP is gone.
+ * @param flowLabel   the GRH flow label (20 bits) of the address vector as the device reports it:
+ *                    the client's {@link ConnectionConfig#flowLabel()} on both sides, or rdma_cm's;
  *                    -1 as for serviceLevel.
  */
 public record QueuePairInfo(int qpNumber, String state, int sendQueueDepth, int receiveQueueDepth, int maxInlineData,

@@ -93,6 +93,24 @@ class ApiValuesTest {
     }
 
     @Test
+    void serviceLevelAndFlowLabelDefaultToTheConnectionManagersAndSurviveToBuilder() {
+        assertEquals(-1, ConnectionConfig.defaults().serviceLevel());
+        assertEquals(-1, ConnectionConfig.defaults().flowLabel());
+        assertFalse(ConnectionConfig.defaults().toString().contains("serviceLevel"), ConnectionConfig.defaults().toString());
+        ConnectionConfig c = ConnectionConfig.builder().serviceLevel(15).flowLabel(0xFFFFF).build();
+        assertEquals(15, c.toBuilder().build().serviceLevel());
+        assertEquals(0xFFFFF, c.toBuilder().build().flowLabel());
+        assertTrue(c.toString().contains("serviceLevel=15, flowLabel=0xfffff"), c.toString());
+        assertEquals(0, ConnectionConfig.builder().serviceLevel(0).build().serviceLevel(), "0 is a level, not 'unset'");
+        assertEquals("serviceLevel must be in -1..15, not 16", assertThrows(IllegalArgumentException.class,
+                () -> ConnectionConfig.builder().serviceLevel(16)).getMessage());
+        assertEquals("flowLabel must be in -1..1048575, not 1048576", assertThrows(IllegalArgumentException.class,
+                () -> ConnectionConfig.builder().flowLabel(0x100000)).getMessage());
+        assertEquals("flowLabel must be in -1..1048575, not -2", assertThrows(IllegalArgumentException.class,
+                () -> ConnectionConfig.builder().flowLabel(-2)).getMessage());
+    }
+
+    @Test
     void configRefusesOutOfRangeValuesNamingTheField() {
         IllegalArgumentException rnr = assertThrows(IllegalArgumentException.class, () -> ConnectionConfig.builder().rnrRetry(7));
         assertTrue(rnr.getMessage().contains("forever"), rnr.getMessage());

@@ -122,6 +122,32 @@ abstract class RdmaApiConformance {
         assertEquals("trafficClass must be in -1..255, not 256", e.getMessage());
     }
 
+    @Test
+    void serviceLevelAndFlowLabelAreTheClientsOnBothQueuePairs() throws Exception {
+        // The server's own choice is not used: the connection request carries the client's path.
+        ConnectionConfig server = ConnectionConfig.builder().serviceLevel(2).flowLabel(0x00ABC).build();
+        ConnectionConfig client = ConnectionConfig.builder().serviceLevel(5).flowLabel(0x12345).build();
+        try (TestPair p = TestPair.open(transport(), CompletionMode.POLLING, server, client)) {
+            Connection serverSide = p.accepted().poll(T, TimeUnit.SECONDS);
+            assertNotNull(serverSide, "the server accepted");
+            QueuePairInfo c = p.conn().queuePair(), s = serverSide.queuePair();
+            if (transport().isVerbs()) {
+                assertEquals(0x12345, c.flowLabel(), "client QP: " + c);
+                assertEquals(0x12345, s.flowLabel(), "server QP: " + s);
+                // rxe keeps no service level in its address vectors (QosVerbsTest sees it on the wire).
+                assertEquals(c.serviceLevel(), s.serviceLevel(), "client " + c + ", server " + s);
+            } else {
+                assertEquals(-1, c.serviceLevel(), "no service level on " + transport() + ": " + c);
+                assertEquals(-1, c.flowLabel(), "no flow label on " + transport() + ": " + c);
+                assertEquals(-1, s.flowLabel(), "no flow label on " + transport() + ": " + s);
+            }
+            LocalRegion buf = p.client().allocate(64);
+            buf.segment().fill((byte) 7);
+            p.conn().write(buf, p.remote().slice(0, 64)).get(T, TimeUnit.SECONDS);   // the path carries the data
+            assertEquals(7, p.exposed().segment().get(ValueLayout.JAVA_BYTE, 63));
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(CompletionMode.class)
     void sendIsEchoedWithImmediate(CompletionMode mode) throws Exception {

@@ -25,15 +25,25 @@ package dev.jrdma.spi;
  * @param trafficClass       the traffic class (IPv4 TOS / IPv6 traffic class byte) of the
  *                           connection's packets, or -1 for the system's: verbs sets it through
  *                           rdma_cm on the connecting side; tcp and shm on each side's socket.
+ * @param serviceLevel       the service level (0-15) of the connection's path, or -1 for the
+ *                           connection manager's: verbs sets it, with the flow label, on a path it
+ *                           gives rdma_cm on the connecting side; software providers ignore it.
+ * @param flowLabel          the GRH flow label (20 bits), or -1 for the connection manager's; as
+ *                           for serviceLevel.
  */
 public record QueuePairSpec(int sendDepth, int recvDepth, int maxSendSge, int maxRecvSge, int maxInlineData,
                             int responderResources, int initiatorDepth, int retryCount, int rnrRetry, int ackTimeout,
-                            int minRnrTimer, int trafficClass) {
+                            int minRnrTimer, int trafficClass, int serviceLevel, int flowLabel) {
 
-    /** A spec with the connection manager's ack timeout and RNR timer, and the system's traffic class. */
+    /** A spec with the connection manager's ack timeout, RNR timer and path, and the system's traffic class. */
     public QueuePairSpec(int sendDepth, int recvDepth, int maxSendSge, int maxRecvSge, int maxInlineData,
                          int responderResources, int initiatorDepth, int retryCount, int rnrRetry) {
         this(sendDepth, recvDepth, maxSendSge, maxRecvSge, maxInlineData, responderResources, initiatorDepth, retryCount,
-                rnrRetry, -1, -1, -1);
+                rnrRetry, -1, -1, -1, -1, -1);
+    }
+
+    /** {@return whether the connecting side must give the connection manager its own path} */
+    public boolean choosesPath() {
+        return serviceLevel >= 0 || flowLabel >= 0;
     }
 }

@@ -28,8 +28,8 @@ import java.util.Map;
 
 /**
  * rdma_cm on one event channel (non-blocking fd). Outgoing connects run as a small state
- * machine driven by the events: ADDR_RESOLVED → resolve route; ROUTE_RESOLVED → create the QP
- * and connect; ESTABLISHED / REJECTED / errors → the handler. A DISCONNECTED from the peer is
+ * machine driven by the events: ADDR_RESOLVED → resolve route (or give rdma_cm a {@link
+ * ChosenPath}); ROUTE_RESOLVED → create the QP and connect; ESTABLISHED / REJECTED / errors → the handler. A DISCONNECTED from the peer is
  * answered with rdma_disconnect at once, which sends the DREP the peer waits for.
  */
 final class VerbsConnectionManager implements ConnectionManager {
@@ -217,7 +217,11 @@ final class VerbsConnectionManager implements ConnectionManager {
                     return;
                 }
                 try {
-                    LibRdmacm.resolveRoute(ep.id, ep.timeoutMs);
+                    if (ep.pendingSpec.choosesPath()) {
+                        ChosenPath.give(ep.id, ep.pendingSpec, device);   // its service level or flow label
+                    } else {
+                        LibRdmacm.resolveRoute(ep.id, ep.timeoutMs);
+                    }
                 } catch (RuntimeException e) {
                     handler.onError(ep, e.getMessage(), 0);
                 }

@@ -45,7 +45,7 @@ final class VerbsQueuePair implements QueuePair {
         this.granted = new QueuePairSpec(IbvQpInitAttr.maxSendWr(grantedInit), IbvQpInitAttr.maxRecvWr(grantedInit),
                 asked.maxSendSge(), asked.maxRecvSge(), IbvQpInitAttr.maxInlineData(grantedInit),
                 asked.responderResources(), asked.initiatorDepth(), asked.retryCount(), asked.rnrRetry(),
-                asked.ackTimeout(), asked.minRnrTimer(), asked.trafficClass());
+                asked.ackTimeout(), asked.minRnrTimer(), asked.trafficClass(), asked.serviceLevel(), asked.flowLabel());
         this.postSendFn = IbvContext.postSendFn(context);
         this.postRecvFn = IbvContext.postRecvFn(context);
         this.chainCapacity = Math.max(1, granted.sendDepth());

@@ -173,6 +173,26 @@ public final class LibRdmacm {
         setU8Option(id, OPTION_ID_ACK_TIMEOUT, exponent, "RDMA_OPTION_ID_ACK_TIMEOUT " + exponent);
     }
 
+    /** {@code RDMA_OPTION_IB} and its option {@code RDMA_OPTION_IB_PATH} ({@code struct ibv_path_data[]}). */
+    static final int OPTION_IB = 1, OPTION_IB_PATH = 1;
+
+    /**
+     * {@code rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH)}: the id's path, given instead
+     * of {@code rdma_resolve_route} once its address is resolved; completes with ROUTE_RESOLVED as
+     * a resolved route does (the kernel queues that event itself).
+     *
+     * @param id       an id whose address is resolved
+     * @param pathData an {@link IbvPathData}
+     */
+    public static void setIbPath(MemorySegment id, MemorySegment pathData) {
+        try {
+            check((int) SET_OPTION.invokeExact(Errno.capture(), id, OPTION_IB, OPTION_IB_PATH, pathData,
+                    IbvPathData.LAYOUT.byteSize()), "rdma_set_option", "RDMA_OPTION_IB_PATH");
+        } catch (Throwable t) {
+            throw NativeCalls.rethrow(t);
+        }
+    }
+
     /** {@code rdma_set_option(id, RDMA_OPTION_ID, option)} with a u8 value (the kernel wants exactly one byte). */
     private static void setU8Option(MemorySegment id, int option, int value, String what) {
         try (Arena a = Arena.ofConfined()) {
