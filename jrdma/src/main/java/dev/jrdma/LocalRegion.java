@@ -5,6 +5,7 @@ import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.MemoryRegistration;
 
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -166,7 +167,8 @@ public final class LocalRegion implements AutoCloseable {
      * ends, so a peer's later operation with it fails with {@code RemoteAccessException} at
      * this side's device, and before posting at a jrdma peer (the descriptor carries the end).
      * A peer that vanished cannot keep the memory reachable past it. Closing the region ends
-     * its leases too.
+     * its leases too. A lease for one connection's peer is {@link #leaseFor}, which on verbs binds
+     * a memory window instead of registering.
      *
      * @param duration how long the lease lasts
      * @param rights the access the peer gets (only what the region has); none: what {@link #toRemote()} grants
@@ -174,7 +176,7 @@ public final class LocalRegion implements AutoCloseable {
      * @throws IllegalArgumentException for a duration that is not positive, or rights as for {@link
      *     #toRemote(Access...)}
      */
-    public RemoteRegion lease(java.time.Duration duration, Access... rights) {
+    public RemoteRegion lease(Duration duration, Access... rights) {
         checkOpen("lease");
         Objects.requireNonNull(duration, "duration");
         if (duration.isNegative() || duration.isZero()) {
@@ -228,6 +230,49 @@ public final class LocalRegion implements AutoCloseable {
         MemoryRegistration r = resources.newScoped(segment, bits, connection);
         int granted = bits | (root().directWriteToPmem ? RemoteRegion.DIRECT_WRITE_TO_PMEM : 0);
         return new RemoteRegion(segment.address(), segment.byteSize(), r.rkey(), granted);
+    }
+
+    /**
+     * A lease for the peer of {@code connection} alone: {@link #toRemoteFor(Connection, Access...)}'s
+     * exposure that also ends after {@code duration} (the descriptor carries the end, as a {@link
+     * #lease lease}'s does), or with the connection or this region, whichever comes first. On verbs
+     * it is a memory window (type 2B) bound on the connection's queue pair and deallocated when the
+     * lease ends: no registration is made for it, so a short lease of a slice of a large region
+     * costs a bind and an invalidation, not a registration of its pages.
+     *
+     * @param connection the connection whose peer gets the lease
+     * @param duration how long the lease lasts
+     * @param rights the access the peer gets (only what the region has); none: what {@link #toRemote()} grants
+     * @return the lease's descriptor, good for that connection's peer only
+     * @throws IllegalArgumentException for a duration that is not positive, a connection of another
+     *         {@code Rdma}, or rights as for {@link #toRemote(Access...)}
+     * @throws dev.jrdma.exceptions.ConnectionClosedException when the connection is not established
+     * @throws dev.jrdma.exceptions.UnsupportedCapabilityException where the provider cannot limit a key to one
+     *     connection
+     * @throws IllegalStateException when the region is closed
+     */
+    public RemoteRegion leaseFor(Connection connection, Duration duration, Access... rights) {
+        checkOpen("leaseFor");
+        Objects.requireNonNull(connection, "leaseFor: the connection");
+        Objects.requireNonNull(duration, "leaseFor: the duration");
+        if (duration.isNegative() || duration.isZero()) {
+            throw new IllegalArgumentException("leaseFor: the duration must be positive, not " + duration);
+        }
+        if (connection.rdma() != rdma) {
+            throw new IllegalArgumentException("leaseFor: " + connection + " belongs to another Rdma than this region");
+        }
+        int bits = rights.length == 0 ? defaultRights() : rightsBits("leaseFor", rights);
+        long end = System.currentTimeMillis() + Math.max(1, duration.toMillis());
+        MemoryRegistration r = resources.newScoped("leaseFor", segment, bits, connection);
+        RegionResources res = resources;
+        long millis = duration.toMillis();
+        rdma.scheduleLeaseEnd(duration, () -> {
+            if (res.endScoped(r)) {
+                JrdmaEvents.leaseEnded(r.memory().address(), r.memory().byteSize(), r.rkey(), millis);
+            }
+        });
+        return new RemoteRegion(segment.address(), segment.byteSize(), r.rkey(),
+                bits | (root().directWriteToPmem ? RemoteRegion.DIRECT_WRITE_TO_PMEM : 0), end);
     }
 
     /** Leases and connection-scoped exposures of this region (and its slices) still open: for tests. */

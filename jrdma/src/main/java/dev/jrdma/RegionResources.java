@@ -204,16 +204,21 @@ final class RegionResources {
      * is released, or with this region.
      */
     MemoryRegistration newScoped(MemorySegment memory, int rights, Connection connection) {
+        return newScoped("toRemoteFor", memory, rights, connection);
+    }
+
+    /** {@link #newScoped(MemorySegment, int, Connection)} for the call {@code op} (named in messages). */
+    MemoryRegistration newScoped(String op, MemorySegment memory, int rights, Connection connection) {
         MemoryRegistration r;
         Runnable end;
         synchronized (this) {
             if (closed) {
-                throw new IllegalStateException("toRemoteFor: this region is closed: " + this);
+                throw new IllegalStateException(op + ": this region is closed: " + this);
             }
             // Where the device has memory windows, a window bound on the connection's QP; else the
             // provider's own scoped key (tcp, shm), or its refusal (verbs without windows).
             r = rdma.bindsWindows() ? connection.bindWindow(rdma.device(), registration, memory, withLocalWrite(rights))
-                    : rdma.registerExposureFor(connection.establishedQueuePair("toRemoteFor"), memory, withLocalWrite(rights));
+                    : rdma.registerExposureFor(connection.establishedQueuePair(op), memory, withLocalWrite(rights));
             if (leases == null) {
                 leases = new ArrayList<>();
             }
@@ -223,8 +228,8 @@ final class RegionResources {
             }
             end = () -> {
                 synchronized (this) {
-                    if (scoped != null) {
-                        scoped.remove(r);
+                    if (scoped == null || scoped.remove(r) == null) {
+                        return;   // ended already: its lease's time was up, or the region closed
                     }
                 }
                 endLease(r);
@@ -247,6 +252,25 @@ final class RegionResources {
             }
         }
         return r;
+    }
+
+    /**
+     * Ends a scoped exposure before its connection does (a lease for one peer whose time is up):
+     * its connection forgets the hook, and the key is revoked as a lease's is.
+     *
+     * @return false when it had ended already (its connection, or this region, went first)
+     */
+    boolean endScoped(MemoryRegistration r) {
+        ScopedHook hook;
+        synchronized (this) {
+            hook = scoped == null ? null : scoped.remove(r);
+        }
+        if (hook == null) {
+            return false;
+        }
+        hook.connection().removeReleaseHook(hook.end());
+        endLease(r);
+        return true;
     }
 
     /** Registrations of leases and scoped exposures not yet ended (or still reachable): for tests. */

@@ -364,6 +364,73 @@ abstract class RegisteredMemoryConformance {
         }
     }
 
+    /**
+     * A lease for one connection's peer: that peer reads and writes its slice, another peer with
+     * the same descriptor is refused, and it ends on time (the key revoked at the owner, its hook
+     * off the connection) while a longer one ends with the connection. On verbs it is a memory
+     * window bound on the connection's queue pair and deallocated at the end. Bad input: no
+     * duration, a connection of another Rdma, a right that is not remote, a closed region.
+     */
+    @Test
+    void aLeaseForOneConnectionIsThatPeersAloneAndEndsOnTime() throws Exception {
+        try (TestPair p = TestPair.open(transport(), CompletionMode.ADAPTIVE);
+             Rdma other = transport().client().build()) {
+            Connection toFirst = p.accepted().poll(T, TimeUnit.SECONDS);
+            assertNotNull(toFirst, "the server's side of the connection");
+            LocalRegion target = p.server().allocate(4096);
+            target.segment().fill((byte) 5);
+            assertThrows(IllegalArgumentException.class, () -> target.leaseFor(toFirst, Duration.ZERO));
+            assertThrows(IllegalArgumentException.class, () -> target.leaseFor(p.conn(), Duration.ofSeconds(1)),
+                    "a connection of another Rdma (the client's)");
+            assertThrows(IllegalArgumentException.class, () -> target.leaseFor(toFirst, Duration.ofSeconds(1), Access.LOCAL_WRITE));
+            assertThrows(NullPointerException.class, () -> target.leaseFor(null, Duration.ofSeconds(1)));
+
+            long before = System.currentTimeMillis();
+            RemoteRegion lease = RemoteRegion.fromDescriptor(target.slice(64, 64)
+                    .leaseFor(toFirst, Duration.ofMillis(800), Access.REMOTE_READ, Access.REMOTE_WRITE).toDescriptor());
+            RemoteRegion longer = target.slice(0, 64).leaseFor(toFirst, Duration.ofMinutes(10), Access.REMOTE_READ);
+            long end = lease.leaseEnd().orElseThrow().toEpochMilli();
+            assertTrue(end >= before + 800 && end <= System.currentTimeMillis() + 800, "ends 800 ms after it was made: " + end);
+            assertEquals(64, lease.length());
+            assertFalse(lease.allows(Access.REMOTE_ATOMIC));
+            LocalRegion buf = p.client().allocate(64);
+            buf.segment().set(ValueLayout.JAVA_LONG, 0, 42);
+            p.conn().writeSync(buf.slice(0, 8), lease.slice(0, 8));
+            assertEquals(42L, target.segment().get(ValueLayout.JAVA_LONG, 64), "the peer it was given to writes it");
+            p.conn().readSync(longer, buf);
+            assertEquals(5, buf.segment().get(ValueLayout.JAVA_BYTE, 63), "and reads the other lease");
+            try (Connection second = other.connect(p.listener().address())) {
+                Throwable r = cause(second.read(lease.slice(0, 8), other.allocate(8)));
+                assertInstanceOf(RemoteAccessException.class, r, "another peer reading with the descriptor: " + r);
+            }
+            assertEquals(2, target.openLeases());
+            assertEquals(2, toFirst.releaseHookCount());
+
+            // Its time is up: the owner's side revokes it and takes its hook off the connection.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+            while ((target.openLeases() > 1 || toFirst.releaseHookCount() > 1) && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertEquals(1, target.openLeases(), "the lease ended on time, the longer one is open");
+            assertEquals(1, toFirst.releaseHookCount(), "the ended lease's hook left the connection");
+            assertTrue(System.currentTimeMillis() >= end - 50, "not before its end");
+            Throwable early = cause(p.conn().write(buf.slice(0, 8), lease.slice(0, 8)));
+            assertInstanceOf(RemoteAccessException.class, early);
+            assertTrue(early.getMessage().contains("lease ended"), early.getMessage());
+            p.conn().readSync(longer, buf);   // the longer lease still works, the connection is up
+
+            // The longer lease ends with its connection.
+            toFirst.closeAsync().get(60, TimeUnit.SECONDS);
+            for (long until = System.nanoTime() + 10_000_000_000L; target.openLeases() > 0 && System.nanoTime() < until; ) {
+                Thread.onSpinWait();
+            }
+            assertEquals(0, target.openLeases(), "the longer lease ended with its connection");
+            assertThrows(dev.jrdma.exceptions.ConnectionClosedException.class, () -> target.leaseFor(toFirst, Duration.ofSeconds(1)));
+            target.close();
+            assertThrows(IllegalStateException.class, () -> target.leaseFor(toFirst, Duration.ofSeconds(1)));
+        }
+    }
+
     @Test
     void regionsTravelAsMessagesAndWhatIsNotADescriptorIsRefused() throws Exception {
         Transport t = transport();
