@@ -29,15 +29,23 @@ final class PerfClient implements AutoCloseable {
     /** The warm-up count jrdma perf used before it warmed up until settled; PerftestComparison's floor. */
     static final int WARM_UP_MAX = 10_000;
 
-    /** One size's result: latency stats, or bandwidth figures (MB = 2^20 bytes, as perftest). */
+    /**
+     * One size's result: latency stats, or bandwidth figures (MB = 2^20 bytes, as perftest); for
+     * send_bw -c UD also the datagrams the server received ({@code delivered}, -1 otherwise: a
+     * connection delivers all).
+     */
     record Result(int bytes, int iterations, LatencyStats latency, double peakMBps, double avgMBps, double mpps,
-                  WarmUp warmUp) {
+                  WarmUp warmUp, long delivered) {
         Result(int bytes, int iterations, LatencyStats latency, double peakMBps, double avgMBps, double mpps) {
-            this(bytes, iterations, latency, peakMBps, avgMBps, mpps, null);
+            this(bytes, iterations, latency, peakMBps, avgMBps, mpps, null, -1);
         }
 
         Result after(WarmUp w) {
-            return new Result(bytes, iterations, latency, peakMBps, avgMBps, mpps, w);
+            return new Result(bytes, iterations, latency, peakMBps, avgMBps, mpps, w, delivered);
+        }
+
+        Result delivered(long d) {
+            return new Result(bytes, iterations, latency, peakMBps, avgMBps, mpps, warmUp, d);
         }
 
         /** What a warm-up round compares: the typical latency, or the average bandwidth. */
@@ -53,6 +61,8 @@ final class PerfClient implements AutoCloseable {
     private final RemoteRegion peer;
     private final int ackTimeout;
     private final PrintStream progress;
+    /** -c UD: the datagram endpoint the send tests use; null: they use the connection. */
+    private final DatagramRuns.Client ud;
 
     PerfClient(PerfOptions o, InetSocketAddress server, PrintStream progress) {
         this.options = o;
@@ -72,6 +82,7 @@ final class PerfClient implements AutoCloseable {
             this.c = PerfControl.await(rdma, null, connecting, "connecting to " + server);
             this.peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
             this.ackTimeout = c.queuePair().ackTimeout();
+            this.ud = o.datagrams() ? new DatagramRuns.Client(rdma, c, o.txDepth()) : null;
         } catch (RuntimeException e) {
             rdma.close();
             throw e;
@@ -88,6 +99,9 @@ final class PerfClient implements AutoCloseable {
      * the server keeps posted, so that a send finds one as perftest's do (its server posts 512).
      */
     private int sendWindow(PerfTest test) {
+        if (ud != null) {
+            return Math.min(options.txDepth(), 4096);   // a datagram endpoint's most sends in flight
+        }
         int serverReceives = c.peerReceiveQueueDepth() > 0 ? c.peerReceiveQueueDepth() : PerfServer.RECEIVE_DEPTH;
         return test == PerfTest.SEND_BW ? Math.min(options.txDepth(), serverReceives) : options.txDepth();
     }
@@ -95,6 +109,13 @@ final class PerfClient implements AutoCloseable {
     List<Result> runAll() {
         List<Result> results = new ArrayList<>();
         for (int size : options.sizes()) {
+            if (ud != null && size > ud.maxMessageSize()) {
+                if (options.sizes().size() > 1) {
+                    continue;   // -a: up to what a datagram carries here, as perftest's UD tests stop at the MTU
+                }
+                throw new IllegalArgumentException("-c UD: " + size + " bytes is more than a datagram carries on "
+                        + rdma.providerName() + " here (" + ud.maxMessageSize() + ")");
+            }
             results.add(run(size));
         }
         PerfControl.send(rdma, c, control, PerfControl.BYE, 0, 0, 0);
@@ -122,11 +143,31 @@ final class PerfClient implements AutoCloseable {
         // The marks of write_lat start again at 1 in every run: forget the last one the server wrote.
         mine.segment().set(ValueLayout.JAVA_BYTE, size - 1, (byte) 0);
         PerfControl.send(rdma, c, control, PerfControl.START, test.ordinal(), size, count);
-        PerfControl.expect(rdma, c, PerfControl.READY);
-        Result r = test.latency() ? latency(test, size, count, shown) : bandwidth(test, size, count, shown);
+        int[] ready = PerfControl.expect(rdma, c, PerfControl.READY);
+        if (ud != null) {
+            ud.serverAt(ready[1]);   // READY carries the server endpoint's port
+        }
+        Result r = ud != null ? datagrams(test, size, count, shown)
+                : test.latency() ? latency(test, size, count, shown) : bandwidth(test, size, count, shown);
         PerfControl.send(rdma, c, control, PerfControl.END, 0, 0, 0);
-        PerfControl.expect(rdma, c, PerfControl.ENDED);
-        return r;
+        int[] ended = PerfControl.expect(rdma, c, PerfControl.ENDED);
+        return ud != null && !test.latency() ? r.delivered(ended[1]) : r;
+    }
+
+    /** send_lat or send_bw -c UD ({@link DatagramRuns}). */
+    private Result datagrams(PerfTest test, int size, int n, boolean shown) {
+        Progress p = new Progress(test, size, n, shown);
+        LocalRegion src = out.slice(0, size);
+        if (test.latency()) {
+            long[] ns = new long[n];
+            ud.latency(src, n, ns);
+            p.end();
+            return new Result(size, n, LatencyStats.of(ns, 2), 0, 0, 0);
+        }
+        long[] timed = ud.bandwidth(src, n);
+        p.end();
+        double avg = (double) timed[1] * size / (timed[0] / 1e9), mb = 1 << 20;
+        return new Result(size, n, null, avg / mb, avg / mb, timed[1] * 1e3 / timed[0]);
     }
 
     private Result latency(PerfTest test, int size, int n, boolean shown) {
@@ -431,6 +472,6 @@ final class PerfClient implements AutoCloseable {
 
     @Override
     public void close() {
-        rdma.close();
+        rdma.close();   // its endpoints too
     }
 }

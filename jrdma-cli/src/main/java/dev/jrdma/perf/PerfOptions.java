@@ -34,11 +34,14 @@ import java.util.List;
  * @param jfr        --jfr, a file this process records a JDK Flight Recorder recording into (null: none)
  * @param useSrq     --use-srq (perftest's): each end receives in a shared receive queue of its
  *                   receive depth instead of its connection's own receives
+ * @param datagrams  -c UD (perftest's connection type): send_lat and send_bw over datagram
+ *                   endpoints ({@link DatagramRuns}) instead of the RC connection, which then
+ *                   only carries the control messages; -c RC (the default): the connection
  */
 public record PerfOptions(PerfTest test, String host, int port, String device, String provider, List<Integer> sizes,
                           int iterations, int txDepth, boolean loopback, String format, String bind, int gidIndex,
                           String plot, int warmUp, int ackTimeout, int outReads,
-                          int postList, boolean loopbackServer, String jfr, boolean useSrq) {
+                          int postList, boolean loopbackServer, String jfr, boolean useSrq, boolean datagrams) {
 
     /** perftest's -u default: 4.096 µs × 2<sup>14</sup>, 67 ms. */
     static final int DEFAULT_ACK_TIMEOUT = 14;
@@ -76,6 +79,9 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                                      verbs the device's first RoCE v2 IPv4 address)
               --use-srq              receive in a shared receive queue (Rdma.sharedReceiveQueue) of the
                                      receive depth, on each end, as perftest's --use-srq
+              -c, --connection TYPE  RC (default: the connection) or UD: send_lat and send_bw as
+                                     datagrams (Rdma.datagramEndpoint) of at most the path MTU, as
+                                     perftest's -c UD; the connection carries only the control messages
               --json | --csv         machine-readable output instead of the table
               --plot FILE.png        also draw the results: latency percentiles or bandwidth, by size
               --jfr FILE.jfr         record this process in a JDK Flight Recorder file: the JVM's default
@@ -85,6 +91,12 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                                      the figure holds within 5% with the JIT idle, at most 60 s; the
                                      header says how long that took)
             """;
+
+    /**
+     * The largest datagram -c UD sends with -a (perftest's UD tests stop at the MTU, 4096 at most);
+     * a run skips the sizes above its endpoint's {@link dev.jrdma.DatagramEndpoint#maxMessageSize()}.
+     */
+    static final int UD_MAX = 4096;
 
     /** The largest message the send tests use with -a: every receive buffer is this big. */
     static final int SEND_MAX = 1 << 20;
@@ -98,7 +110,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         String host = null, device = null, provider = "auto", format = "text", bind = null, plot = null, jfr = null;
         int port = 18515, size = -1, iterations = -1, txDepth = 128, gidIndex = -1, warmUp = -1,
                 ackTimeout = DEFAULT_ACK_TIMEOUT, outReads = -1, postList = 1;
-        boolean all = false, loopback = false, loopbackServer = false, useSrq = false;
+        boolean all = false, loopback = false, loopbackServer = false, useSrq = false, datagrams = false;
         for (int i = 1; i < args.length; i++) {
             String a = args[i];
             switch (a) {
@@ -112,6 +124,12 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                 case "--loopback" -> loopback = true;
                 case "--loopback-server" -> loopbackServer = true;
                 case "--use-srq", "--use_srq" -> useSrq = true;   // perftest spells it --use-srq
+                case "-c", "--connection" -> datagrams = switch (value(args, ++i, a)) {
+                    case "RC" -> false;
+                    case "UD" -> true;
+                    default -> throw new IllegalArgumentException(a + " " + args[i] + ": jrdma perf runs RC (connections) and"
+                            + " UD (datagrams); not XRC, UC, DC or SRD");
+                };
                 case "--bind" -> bind = value(args, ++i, a);
                 case "-x", "--gid-index" -> gidIndex = number(args, ++i, a, 0, 255);
                 case "--plot" -> plot = value(args, ++i, a);
@@ -156,6 +174,15 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
             throw new IllegalArgumentException("-l " + postList + " is more than -t " + txDepth
                     + " allows in flight: a batch is posted whole");
         }
+        if (datagrams && !test.send()) {
+            throw new IllegalArgumentException("-c UD carries sends only: send_lat or send_bw, not " + test.perftestName());
+        }
+        if (datagrams && (useSrq || postList > 1)) {
+            throw new IllegalArgumentException("-c UD: " + (useSrq ? "--use-srq" : "-l") + " is for RC connections");
+        }
+        if (datagrams && size > UD_MAX) {
+            throw new IllegalArgumentException("-c UD sends at most a path MTU (" + UD_MAX + " bytes at most), not " + size);
+        }
         if (all && size > 0) {
             throw new IllegalArgumentException("-a and -s " + size + " together: one or the other");
         }
@@ -170,7 +197,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         if (test.atomic()) {
             sizes.add(8);
         } else if (all) {
-            for (int s = 2; s <= (test.send() ? SEND_MAX : 1 << 23); s <<= 1) {
+            for (int s = 2; s <= (datagrams ? UD_MAX : test.send() ? SEND_MAX : 1 << 23); s <<= 1) {
                 sizes.add(s);
             }
         } else {
@@ -193,7 +220,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         }
         return new PerfOptions(test, host, port, device, provider, List.copyOf(sizes), iterations, txDepth,
                 loopback || loopbackServer, format, bind, gidIndex, plot, warmUp, ackTimeout, outReads, postList, loopbackServer,
-                jfr, useSrq);
+                jfr, useSrq, datagrams);
     }
 
     private static String value(String[] args, int i, String option) {

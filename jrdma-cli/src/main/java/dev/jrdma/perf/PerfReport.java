@@ -44,6 +44,8 @@ final class PerfReport {
         if (o.useSrq()) {
             out.println(" Use SRQ         : ON (each end receives in a shared receive queue)");
         }
+        out.println(o.datagrams() ? " Connection type : UD (datagrams of at most the path MTU, not sent again when lost;"
+                + " the bandwidth is the sender's, peak = average)" : " Connection type : RC");
         if (!t.latency()) {
             out.printf(" TX depth        : %d%n", facts.window());
             out.printf(" Post List       : %d%s%n", Math.min(o.postList(), facts.window()),
@@ -63,11 +65,11 @@ final class PerfReport {
                         s.p50(), s.max());
             }
         } else {
-            out.printf(" %-10s %-14s %-18s %-20s %-14s%n", "#bytes", "#iterations", "BW peak[MB/sec]", "BW average[MB/sec]",
-                    "MsgRate[Mpps]");
+            out.printf(" %-10s %-14s %-18s %-20s %-14s%s%n", "#bytes", "#iterations", "BW peak[MB/sec]", "BW average[MB/sec]",
+                    "MsgRate[Mpps]", o.datagrams() ? " Delivered" : "");
             for (PerfClient.Result r : results) {
-                out.printf(Locale.ROOT, " %-10d %-14d %-18.2f %-20.2f %-14.6f%n", r.bytes(), r.iterations(), r.peakMBps(),
-                        r.avgMBps(), r.mpps());
+                out.printf(Locale.ROOT, " %-10d %-14d %-18.2f %-20.2f %-14.6f%s%n", r.bytes(), r.iterations(), r.peakMBps(),
+                        r.avgMBps(), r.mpps(), r.delivered() >= 0 ? " " + r.delivered() : "");
             }
         }
         out.println(LINE);
@@ -111,6 +113,7 @@ final class PerfReport {
                 .append(jsonString(facts.provider())).append(",\"device\":").append(jsonString(facts.device()))
                 .append(",\"iterations\":").append(o.iterations())
                 .append(",\"ack_timeout\":").append(facts.ackTimeout()).append(",\"post_list\":").append(o.postList())
+                .append(",\"connection\":").append(jsonString(o.datagrams() ? "UD" : "RC"))
                 .append(",\"results\":[");
         for (int i = 0; i < results.size(); i++) {
             PerfClient.Result r = results.get(i);
@@ -127,6 +130,9 @@ final class PerfReport {
             } else {
                 b.append(String.format(Locale.ROOT, ",\"bw_peak_MBps\":%.3f,\"bw_avg_MBps\":%.3f,\"msg_rate_Mpps\":%.6f",
                         r.peakMBps(), r.avgMBps(), r.mpps()));
+                if (r.delivered() >= 0) {
+                    b.append(",\"delivered\":").append(r.delivered());
+                }
             }
             b.append('}');
         }

@@ -141,6 +141,13 @@ final class PerfServer implements AutoCloseable {
             }
         }
         Connection c = accepted.get();
+        try (DatagramRuns.Server ud = options.datagrams() ? new DatagramRuns.Server(rdma, c, out) : null) {
+            return serve(c, ud);
+        }
+    }
+
+    /** The runs of client {@code c}; with {@code ud} (-c UD) its sends come as datagrams. */
+    private int serve(Connection c, DatagramRuns.Server ud) {
         RemoteRegion peer = RemoteRegion.fromDescriptor(c.peerPrivateData());
         int sizes = 0;
         while (true) {
@@ -165,22 +172,27 @@ final class PerfServer implements AutoCloseable {
             // A ping-pong's marks start again at 1 in every run: forget the last one seen here, or
             // a run after one whose last mark was 1 would take it for the client's first.
             mine.segment().set(ValueLayout.JAVA_BYTE, size - 1, (byte) 0);
-            PerfControl.send(rdma, c, control, PerfControl.READY, 0, 0, 0);
-            switch (test) {
-                case WRITE_LAT -> writePingPong(c, peer, size, iterations);
-                case SEND_LAT -> sendPingPong(c, size, iterations);
-                case SEND_BW -> {
-                    for (int i = 0; i < iterations; i++) {
-                        PerfControl.next(rdma, c).close();
+            if (ud != null) {
+                ud.start(test, size);   // its datagrams are answered or counted while this side waits for END
+            }
+            PerfControl.send(rdma, c, control, PerfControl.READY, ud != null ? ud.port() : 0, 0, 0);
+            if (ud == null) {
+                switch (test) {
+                    case WRITE_LAT -> writePingPong(c, peer, size, iterations);
+                    case SEND_LAT -> sendPingPong(c, size, iterations);
+                    case SEND_BW -> {
+                        for (int i = 0; i < iterations; i++) {
+                            PerfControl.next(rdma, c).close();
+                        }
                     }
+                    default -> { }   // one-sided: nothing of ours, polling serves them (tcp)
                 }
-                default -> { }   // one-sided: nothing of ours, polling serves them (tcp)
             }
             // The client's run may be long. One-sided tests need nothing of this side but on tcp,
             // where this side's polling applies them: elsewhere it sleeps between looks.
             boolean oneSided = test != PerfTest.WRITE_LAT && test != PerfTest.SEND_LAT && test != PerfTest.SEND_BW;
             PerfControl.expect(rdma, c, PerfControl.END, Long.MAX_VALUE, oneSided && !rdma.providerName().equals("tcp"));
-            PerfControl.send(rdma, c, control, PerfControl.ENDED, 0, 0, 0);
+            PerfControl.send(rdma, c, control, PerfControl.ENDED, ud != null ? (int) Math.min(Integer.MAX_VALUE, ud.received()) : 0, 0, 0);
             sizes++;
         }
     }

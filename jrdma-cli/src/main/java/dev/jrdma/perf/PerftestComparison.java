@@ -78,6 +78,16 @@ public final class PerftestComparison {
             new Case("read_bw", 4096, 5000), new Case("read_bw", 65536, 2000), new Case("read_bw", 1 << 20, 300),
             new Case("send_bw", 4096, 5000), new Case("send_bw", 65536, 2000), new Case("atomic_bw", 8, 5000));
 
+    /**
+     * With -Djrdma.compare.ud=true: the send tests as datagrams, both tools ({@code -c UD}), at
+     * sizes up to rxe's path MTU over the VM's veth (1024).
+     */
+    private static final List<Case> UD_CASES = List.of(
+            new Case("send_lat", 2, 2000), new Case("send_lat", 1024, 2000), new Case("send_bw", 1024, 5000));
+
+    /** Whether this run is -c UD's (both tools). */
+    private static boolean ud;
+
     /** The bandwidth tests' post list for both tools (1: each operation posted alone). */
     private static int postList = 1;
     /** Whether the send tests use --use-srq (both tools). */
@@ -98,7 +108,8 @@ public final class PerftestComparison {
         long began = System.nanoTime();
         // -Djrdma.compare.only=read_lat,write_bw: a quick look at some tests (the report then has only those).
         List<String> only = List.of(System.getProperty("jrdma.compare.only", "").split(","));
-        List<Case> cases = CASES.stream().filter(c -> only.equals(List.of("")) || only.contains(c.test())).toList();
+        ud = Boolean.getBoolean("jrdma.compare.ud");
+        List<Case> cases = (ud ? UD_CASES : CASES).stream().filter(c -> only.equals(List.of("")) || only.contains(c.test())).toList();
         // -Djrdma.compare.postList=N: the bandwidth tests post N at a time, both tools (-l N).
         postList = Integer.getInteger("jrdma.compare.postList", 1);
         // -Djrdma.compare.srq=true: the send tests receive in a shared receive queue, both tools (--use-srq).
@@ -129,6 +140,9 @@ public final class PerftestComparison {
                         if (useSrq) {
                             common = concat(common, List.of("--use-srq"));
                         }
+                        if (ud) {
+                            common = concat(common, List.of("-c", "UD"));
+                        }
                         server = concat(List.of("ib_" + c.test(), "-d", dev0), common);
                         client = concat(concat(List.of("ib_" + c.test(), "-d", dev1), common), List.of(ip));
                     } else {
@@ -143,6 +157,10 @@ public final class PerftestComparison {
                         if (useSrq) {
                             server = concat(server, List.of("--use-srq"));
                             client = concat(client, List.of("--use-srq"));
+                        }
+                        if (ud) {
+                            server = concat(server, List.of("-c", "UD"));
+                            client = concat(client, List.of("-c", "UD"));
                         }
                     }
                     long retriesBefore = retries(dev0, dev1);
@@ -293,6 +311,8 @@ public final class PerftestComparison {
                 .append(postList > 1 ? "**This run's bandwidth tests post " + postList + " operations at a time, both tools (`-l " + postList
                         + "`): perftest a list of work requests with one completion for them, jrdma one `Batch`.**\n" : "")
                 .append(srq ? "**This run's send tests receive in a shared receive queue on both ends, both tools (`--use-srq`).**\n" : "")
+                .append(ud ? "**This run's tests send datagrams, both tools (`-c UD`): perftest over UD queue pairs, jrdma over"
+                        + " `DatagramEndpoint`s; send_bw is the sender's rate (UD loses what finds no receive).**\n" : "")
                 .append("\n");
         md.append("| test | bytes | iterations | jrdma warm-up | perftest | jrdma | jrdma / perftest | target | met |\n")
                 .append("|---|---:|---:|---:|---:|---:|---:|---|---|\n");
@@ -328,16 +348,18 @@ public final class PerftestComparison {
                     rounds(e.getValue()[0], done, RETRIES), rounds(e.getValue()[1], done, RETRIES),
                     retriesPer1000(e.getValue()[0], c.iterations()), retriesPer1000(e.getValue()[1], c.iterations() + c.jrdmaWarmUp())));
         }
-        md.append("\n![latency](vs-perftest-latency.png)\n\n![bandwidth](vs-perftest-bandwidth.png)\n");
+        // Named after the report: vs-perftest.md has vs-perftest-latency.png, vs-perftest-ud.md vs-perftest-ud-latency.png.
+        String base = out.getFileName().toString().replaceFirst("\\.md$", "");
+        md.append("\n![latency](" + base + "-latency.png)\n\n![bandwidth](" + base + "-bandwidth.png)\n");
         Path dir = out.toAbsolutePath().getParent();
         Files.createDirectories(dir);
-        Path notes = dir.resolve("vs-perftest-notes.md");
+        Path notes = dir.resolve(base + "-notes.md");
         if (Files.exists(notes)) {
             md.append("\n").append(Files.readString(notes));   // the hand-written reading of the targets, kept across runs
         }
         Files.writeString(out, md);
-        writePng(dir.resolve("vs-perftest-latency.png"), latencyPlot(got));
-        writePng(dir.resolve("vs-perftest-bandwidth.png"), bandwidthPlot(got));
+        writePng(dir.resolve(base + "-latency.png"), latencyPlot(got));
+        writePng(dir.resolve(base + "-bandwidth.png"), bandwidthPlot(got));
         System.out.print(md);
     }
 

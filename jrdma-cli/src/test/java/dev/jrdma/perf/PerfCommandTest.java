@@ -108,6 +108,46 @@ class PerfCommandTest {
         assertFalse(plain.out().contains("Use SRQ"), plain.out());
     }
 
+    /**
+     * -c UD (perftest's): send_lat and send_bw as datagrams, the connection carrying only the
+     * control messages; send_bw says how many the server received. -a stops at what a datagram
+     * carries (tcp: 4096). Wrong use is refused naming it.
+     */
+    @ParameterizedTest
+    @CsvSource({"send_lat,tcp", "send_bw,shm", "send_bw,tcp"})
+    void connectionTypeUdSendsDatagrams(String test, String provider) {
+        Run r = perf(test, "--provider", provider, "--loopback", "-n", "500", "-s", "1024", "--warmup", "50", "-c", "UD");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().contains(" Connection type : UD (datagrams"), r.out());
+        assertTrue(Pattern.compile("\n 1024 +500 ").matcher(r.out()).find(), r.out());
+        if (test.equals("send_bw")) {
+            Matcher delivered = Pattern.compile("\n 1024 +500 .* (\\d+)\n").matcher(r.out());
+            assertTrue(delivered.find(), r.out());
+            long got = Long.parseLong(delivered.group(1));
+            assertTrue(got > 0 && got <= 500, "the server received some of the 500, never more: " + got);
+            Run json = perf(test, "--provider", provider, "--loopback", "-n", "100", "-s", "64", "--warmup", "10", "-c", "UD", "--json");
+            assertEquals(0, json.code(), json.err());
+            assertTrue(json.out().contains("\"connection\":\"UD\"") && json.out().contains("\"delivered\":"), json.out());
+        } else {
+            Run all = perf(test, "--provider", provider, "--loopback", "-n", "20", "--warmup", "10", "-c", "UD", "-a");
+            assertEquals(0, all.code(), all.err());
+            assertTrue(all.out().contains("\n 4096 ") && !all.out().contains("\n 8192 "), "up to 4096 B: " + all.out());
+        }
+        Run rc = perf(test, "--provider", provider, "--loopback", "-n", "100", "--warmup", "10");
+        assertEquals(0, rc.code(), rc.err());
+        assertTrue(rc.out().contains(" Connection type : RC\n"), rc.out());
+    }
+
+    @Test
+    void connectionTypeUdRefusesWhatItCannotRun() {
+        assertUsage(perf("write_lat", "-c", "UD"), "-c UD carries sends only: send_lat or send_bw, not write_lat");
+        assertUsage(perf("send_lat", "-c", "XRC"), "-c XRC: jrdma perf runs RC (connections) and UD (datagrams)");
+        assertUsage(perf("send_lat", "-c"), "-c needs a value");
+        assertUsage(perf("send_bw", "-c", "UD", "-s", "8192"), "-c UD sends at most a path MTU (4096 bytes at most), not 8192");
+        assertUsage(perf("send_bw", "-c", "UD", "--use-srq"), "-c UD: --use-srq is for RC connections");
+        assertUsage(perf("send_bw", "-c", "UD", "-l", "4"), "-c UD: -l is for RC connections");
+    }
+
     @Test
     void sendBandwidthKeepsInFlightWhatTheServersReceivesAllow() {
         Run small = perf("send_bw", "--provider", "shm", "--loopback", "-n", "300", "-s", "4096");
