@@ -12,6 +12,7 @@ import dev.jrdma.spi.WorkCompletion;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.channels.CompletionHandler;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
@@ -72,8 +73,12 @@ public final class DatagramEndpoint implements AutoCloseable {
     private final IoThread.Source source;
     private final Object recvLock = new Object();
     private final Object sendLock = new Object();
-    /** Sends in flight by slot (the wrId), with the region each holds; guarded by sendLock. */
-    private final CompletableFuture<Void>[] sends;
+    /**
+     * Sends in flight by slot (the wrId): what completes each (a CompletableFuture, or a
+     * CompletionHandler with its attachment), with the region it holds; guarded by sendLock.
+     */
+    private final Object[] sends;
+    private final Object[] sendAttachments;
     private final LocalRegion[] sendRegions;
     private final int[] freeSlots;
     private int freeCount;
@@ -105,7 +110,8 @@ public final class DatagramEndpoint implements AutoCloseable {
             payloads[i] = buffers.segment().asSlice((long) i * slot + header, slot - header);
         }
         int depth = qp.sendDepth();
-        this.sends = new CompletableFuture[depth];
+        this.sends = new Object[depth];
+        this.sendAttachments = new Object[depth];
         this.sendRegions = new LocalRegion[depth];
         this.freeSlots = new int[depth];
         for (int i = 0; i < depth; i++) {
@@ -381,6 +387,46 @@ public final class DatagramEndpoint implements AutoCloseable {
      *         left already
      */
     public CompletableFuture<Void> send(DatagramAddress to, LocalRegion data, long offset, int length) {
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        RuntimeException refused = post(to, data, offset, length, f, null);
+        if (refused != null) {
+            f.completeExceptionally(refused);
+        }
+        return f;
+    }
+
+    /**
+     * {@link #send(DatagramAddress, LocalRegion, long, int)} reporting to {@code handler} instead
+     * of a future, for a data path that allocates nothing per datagram: {@code completed} on the
+     * endpoint's IO thread once it was sent, {@code failed} there when the device failed it, or at
+     * once on this thread when it was refused (a full send queue, a closed endpoint).
+     *
+     * @param to         an address of this endpoint
+     * @param data       registered memory of this endpoint's {@code Rdma}
+     * @param offset     where the payload starts in {@code data}
+     * @param length     the payload's bytes, 0 to {@link #maxMessageSize()}
+     * @param attachment handed to the handler
+     * @param handler    told once how the send ended
+     * @param <A>        the attachment's type
+     * @throws IllegalArgumentException as for {@link #send(DatagramAddress, LocalRegion, long, int)}
+     */
+    public <A> void send(DatagramAddress to, LocalRegion data, long offset, int length, A attachment,
+                         CompletionHandler<Void, ? super A> handler) {
+        if (handler == null) {
+            throw new IllegalArgumentException("send: no handler");
+        }
+        RuntimeException refused = post(to, data, offset, length, handler, attachment);
+        if (refused != null) {
+            handler.failed(refused, attachment);
+        }
+    }
+
+    /**
+     * Posts one datagram whose end {@code completion} (a future or a handler) is told; returns
+     * why it was refused at once (it is then not in flight), or null.
+     */
+    private RuntimeException post(DatagramAddress to, LocalRegion data, long offset, int length, Object completion,
+                                  Object attachment) {
         checkMine(to, "send");
         if (length < 0 || length > maxMessageSize()) {
             throw new IllegalArgumentException("send: a datagram carries 0 to " + maxMessageSize() + " bytes here, not "
@@ -390,10 +436,8 @@ public final class DatagramEndpoint implements AutoCloseable {
             throw new IllegalArgumentException("send: bytes [" + offset + ", " + (offset + length)
                     + ") are outside the region of " + data.length() + " bytes");
         }
-        CompletableFuture<Void> f = new CompletableFuture<>();
         if (closed) {
-            f.completeExceptionally(new ConnectionClosedException("datagram endpoint " + localAddress() + " is closed"));
-            return f;
+            return new ConnectionClosedException("datagram endpoint " + localAddress() + " is closed");
         }
         if (!data.resources().acquireForOperation()) {
             throw new IllegalArgumentException("send: the local region is closed");
@@ -402,27 +446,28 @@ public final class DatagramEndpoint implements AutoCloseable {
         synchronized (sendLock) {
             if (freeCount == 0) {
                 data.resources().releaseFromOperation();
-                f.completeExceptionally(new RdmaException("send: the send queue of " + localAddress() + " is full ("
-                        + sends.length + " datagrams in flight)"));
-                return f;
+                return new RdmaException("send: the send queue of " + localAddress() + " is full ("
+                        + sends.length + " datagrams in flight)");
             }
             int s = freeSlots[--freeCount];
-            sends[s] = f;
+            sends[s] = completion;
+            sendAttachments[s] = attachment;
             sendRegions[s] = data;
             rc = closed ? Errno.EINVAL : qp.postSend(s, data.address() + offset, length, data.lkey(), to.peer);
             if (rc != 0) {
                 sends[s] = null;
+                sendAttachments[s] = null;
                 sendRegions[s] = null;
                 freeSlots[freeCount++] = s;
             }
         }
         if (rc != 0) {
             data.resources().releaseFromOperation();
-            f.completeExceptionally(closed ? new ConnectionClosedException("datagram endpoint " + localAddress() + " is closed")
+            return closed ? new ConnectionClosedException("datagram endpoint " + localAddress() + " is closed")
                     : new RdmaException("send of " + length + " bytes to " + to + " was refused by the device: "
-                    + Errno.name(rc) + (rc == Errno.EINVAL ? " (a region of another Rdma, or a group left already)" : "")));
+                    + Errno.name(rc) + (rc == Errno.EINVAL ? " (a region of another Rdma, or a group left already)" : ""));
         }
-        return f;
+        return null;
     }
 
     private void checkMine(DatagramAddress to, String what) {
@@ -436,25 +481,46 @@ public final class DatagramEndpoint implements AutoCloseable {
     }
 
     private void sendCompleted(int s, int status) {
-        CompletableFuture<Void> f;
+        Object completion, attachment;
         LocalRegion region;
         synchronized (sendLock) {
-            f = sends[s];
+            completion = sends[s];
+            attachment = sendAttachments[s];
             region = sendRegions[s];
-            if (f == null) {
+            if (completion == null) {
                 return;
             }
             sends[s] = null;
+            sendAttachments[s] = null;
             sendRegions[s] = null;
             freeSlots[freeCount++] = s;
         }
         region.resources().releaseFromOperation();
         if (status == WorkCompletion.SUCCESS) {
             sent.incrementAndGet();
-            f.complete(null);
+            complete(completion, attachment, null);
         } else {
-            f.completeExceptionally(new RdmaException("datagram send from " + localAddress() + " failed: "
+            complete(completion, attachment, new RdmaException("datagram send from " + localAddress() + " failed: "
                     + WorkCompletion.statusName(status)));
+        }
+    }
+
+    /** Tells a send's future or handler how it ended ({@code failure} null: sent). */
+    @SuppressWarnings("unchecked")
+    private static void complete(Object completion, Object attachment, Throwable failure) {
+        if (completion instanceof CompletableFuture<?> f) {
+            if (failure == null) {
+                ((CompletableFuture<Void>) f).complete(null);
+            } else {
+                f.completeExceptionally(failure);
+            }
+        } else {
+            CompletionHandler<Void, Object> h = (CompletionHandler<Void, Object>) completion;
+            if (failure == null) {
+                h.completed(null, attachment);
+            } else {
+                h.failed(failure, attachment);
+            }
         }
     }
 
@@ -654,18 +720,19 @@ public final class DatagramEndpoint implements AutoCloseable {
     /** After the queue pair is gone: what it still held fails, and the buffers go back. */
     private void finishClose() {
         ConnectionClosedException why = new ConnectionClosedException("datagram endpoint " + qp.localAddress() + " closed");
-        java.util.List<CompletableFuture<Void>> failed = new java.util.ArrayList<>();
+        java.util.List<Object[]> failed = new java.util.ArrayList<>();
         synchronized (sendLock) {
             for (int s = 0; s < sends.length; s++) {
                 if (sends[s] != null) {
-                    failed.add(sends[s]);
+                    failed.add(new Object[] {sends[s], sendAttachments[s]});
                     sendRegions[s].resources().releaseFromOperation();
                     sends[s] = null;
+                    sendAttachments[s] = null;
                     sendRegions[s] = null;
                 }
             }
         }
-        failed.forEach(f -> f.completeExceptionally(why));
+        failed.forEach(f -> complete(f[0], f[1], why));
         CompletableFuture<Datagram> w;
         synchronized (recvLock) {
             w = waiter;

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -14,10 +15,13 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.channels.CompletionHandler;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -115,6 +119,66 @@ abstract class DatagramConformance {
             }
             assertEquals(count, s.received());
             assertEquals(0, s.receiveErrors());
+        }
+    }
+
+    /**
+     * The handler form of send (no future per datagram): told once of each send, with its
+     * attachment, on the endpoint's IO thread; a send the endpoint refuses at once (closed) is
+     * told so before the call returns, on the caller's thread.
+     */
+    @Test
+    void aSendHandlerIsToldOnceOfEachSendWithItsAttachment() throws Exception {
+        try (Rdma server = transport().server().build(); Rdma client = transport().client().build()) {
+            int count = 16;
+            DatagramEndpoint s = server.datagramEndpoint(transport().nextServerAddress(), count);
+            DatagramEndpoint c = client.datagramEndpoint(transport().clientBindAddress(), 4, 4);
+            DatagramAddress to = c.resolve(s.localAddress()).get(T.toSeconds(), TimeUnit.SECONDS);
+            LocalRegion out = filled(client, pattern(7, 100));
+            ConcurrentHashMap<Integer, Integer> told = new ConcurrentHashMap<>();
+            LinkedBlockingQueue<Object> events = new LinkedBlockingQueue<>();
+            CompletionHandler<Void, Integer> handler = new CompletionHandler<>() {
+                @Override
+                public void completed(Void v, Integer i) {
+                    told.merge(i, 1, Integer::sum);
+                    events.add(i);
+                }
+
+                @Override
+                public void failed(Throwable e, Integer i) {
+                    events.add(e);
+                }
+            };
+            for (int i = 0; i < count; i++) {
+                c.send(to, out, 0, 100, i, handler);
+                assertEquals(i, events.poll(T.toSeconds(), TimeUnit.SECONDS), "send " + i + " told, with its attachment");
+                try (Datagram d = s.receive(T)) {
+                    assertEquals(100, d.length());
+                }
+            }
+            assertEquals(count, told.size());
+            assertTrue(told.values().stream().allMatch(n -> n == 1), "each told once: " + told);
+            assertEquals(count, c.sent());
+            assertThrows(IllegalArgumentException.class, () -> c.send(to, out, 0, 100, 0, null));
+            c.close();
+            Thread caller = Thread.currentThread();
+            AtomicReference<Thread> on = new AtomicReference<>();
+            c.send(to, out, 0, 100, 99, new CompletionHandler<Void, Integer>() {
+                @Override
+                public void completed(Void v, Integer i) {
+                    events.add("completed " + i);
+                }
+
+                @Override
+                public void failed(Throwable e, Integer i) {
+                    on.set(Thread.currentThread());
+                    events.add(e);
+                }
+            });
+            assertSame(caller, on.get(), "a refused send is told at once, on the caller's thread");
+            Object closed = events.poll();
+            assertInstanceOf(ConnectionClosedException.class, closed);
+            assertTrue(((Throwable) closed).getMessage().contains("is closed"), closed.toString());
         }
     }
 

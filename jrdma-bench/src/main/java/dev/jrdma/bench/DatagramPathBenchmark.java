@@ -8,6 +8,7 @@ import dev.jrdma.Rdma;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.CompletionHandler;
 import java.nio.channels.DatagramChannel;
 import java.util.concurrent.TimeUnit;
 
@@ -40,8 +41,22 @@ import org.openjdk.jmh.annotations.Warmup;
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 2)
 public class DatagramPathBenchmark {
-    @Param({"jrdma", "nio"})
+    /** jrdma: send's future form; jrdma-handler: its CompletionHandler form (nothing per send); nio. */
+    @Param({"jrdma", "jrdma-handler", "nio"})
     public String path;
+
+    /** The handler form's one handler: counts, allocates nothing. */
+    private final CompletionHandler<Void, Object> sent = new CompletionHandler<>() {
+        @Override
+        public void completed(Void v, Object a) {
+        }
+
+        @Override
+        public void failed(Throwable e, Object a) {
+            throw new IllegalStateException(e);
+        }
+    };
+    private boolean handler;
 
     private Rdma rdma;
     private DatagramEndpoint to;
@@ -55,7 +70,8 @@ public class DatagramPathBenchmark {
     @Setup(Level.Trial)
     public void open() throws Exception {
         InetSocketAddress any = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
-        if (path.equals("jrdma")) {
+        handler = path.equals("jrdma-handler");
+        if (path.startsWith("jrdma")) {
             rdma = Rdma.builder().provider("tcp").ioThreads(Rdma.INLINE).build();
             DatagramEndpoint from = rdma.datagramEndpoint(any, 64);
             to = rdma.datagramEndpoint(any, 64);
@@ -81,7 +97,11 @@ public class DatagramPathBenchmark {
     public long datagram64() throws Exception {
         if (rdma != null) {
             long before = received;
-            to.send(peer, out);
+            if (handler) {
+                to.send(peer, out, 0, 64, null, sent);
+            } else {
+                to.send(peer, out);
+            }
             while (received == before) {
                 rdma.poll();
             }

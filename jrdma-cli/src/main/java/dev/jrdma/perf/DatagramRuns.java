@@ -9,8 +9,9 @@ import dev.jrdma.Rdma;
 import dev.jrdma.exceptions.RdmaException;
 
 import java.net.InetSocketAddress;
+import java.nio.channels.CompletionHandler;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BiConsumer;
+
 
 /**
  * {@code jrdma perf -c UD}: send_lat and send_bw over {@link DatagramEndpoint}s, as perftest's
@@ -84,11 +85,19 @@ final class DatagramRuns {
         private DatagramAddress server;
         private long replies, sent;
         private Throwable failure;
-        /** One handler for every send's completion: no lambda per datagram. */
-        private final BiConsumer<Void, Throwable> onSent = (v, e) -> {
-            sent++;
-            if (e != null && failure == null) {
-                failure = e;
+        /** One handler for every send's end: nothing allocated per datagram. */
+        private final CompletionHandler<Void, Object> onSent = new CompletionHandler<>() {
+            @Override
+            public void completed(Void v, Object a) {
+                sent++;
+            }
+
+            @Override
+            public void failed(Throwable e, Object a) {
+                sent++;
+                if (failure == null) {
+                    failure = e;
+                }
             }
         };
 
@@ -121,7 +130,7 @@ final class DatagramRuns {
             replies = 0;
             for (int i = 0; i < n; i++) {
                 long t = System.nanoTime();
-                ud.send(server, src).whenComplete(onSent);
+                ud.send(server, src, 0, (int) src.length(), null, onSent);
                 while (replies <= i) {
                     if (rdma.poll() == 0) {
                         checkFailure();
@@ -147,7 +156,7 @@ final class DatagramRuns {
             IdleDeadline idle = new IdleDeadline(PerfControl.TIMEOUT_NANOS);
             while (sent < n) {
                 while (posted < n && posted - sent < window) {
-                    ud.send(server, src).whenComplete(onSent);
+                    ud.send(server, src, 0, (int) src.length(), null, onSent);
                     posted++;
                 }
                 if (rdma.poll() == 0) {
