@@ -1062,12 +1062,13 @@ public final class Connection implements AutoCloseable {
     }
 
     /**
-     * A registration of {@code memory} (within {@code base}) for this connection's peer alone: a
+     * For the call {@code op} (named in messages), a registration of {@code memory} (within
+     * {@code base}) for this connection's peer alone: a
      * type 2 memory window bound on this connection's queue pair ({@link SendQueue#bindWindow}).
      * Closing it deallocates the window, which revokes the key at once.
      */
-    MemoryRegistration bindWindow(Device device, MemoryRegistration base, MemorySegment memory, int access) {
-        establishedQueuePair("toRemoteFor");
+    MemoryRegistration bindWindow(String op, Device device, MemoryRegistration base, MemorySegment memory, int access) {
+        establishedQueuePair(op);
         if (base.handle() == 0) {   // a bind over it would fail on the device and take the connection down
             throw new UnsupportedCapabilityException("a registration for one connection", device.name(),
                     "this region's registration cannot have a memory window bound over it (on-demand paging, or "
@@ -1090,18 +1091,18 @@ public final class Connection implements AutoCloseable {
      * cannot complete while it waits: there RC's order is the guarantee (a descriptor sent on
      * this connection after it reaches the peer after the bind).
      */
-    void awaitBind(CompletableFuture<Void> bound) {
+    void awaitBind(String op, CompletableFuture<Void> bound) {
         try {
             io.await(bound, config.timeout().toNanos());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new RdmaException("toRemoteFor: interrupted while the memory window was bound");
+            throw new RdmaException(op + ": interrupted while the memory window was bound");
         } catch (java.util.concurrent.TimeoutException e) {
-            throw new RdmaTimeoutException("toRemoteFor: the memory window's bind on the connection to " + remoteAddress
+            throw new RdmaTimeoutException(op + ": the memory window's bind on the connection to " + remoteAddress
                     + " did not complete within " + config.timeout());
         } catch (java.util.concurrent.ExecutionException e) {
             throw e.getCause() instanceof RuntimeException r ? r
-                    : new RdmaException("toRemoteFor: the memory window's bind failed: " + e.getCause(), e.getCause());
+                    : new RdmaException(op + ": the memory window's bind failed: " + e.getCause(), e.getCause());
         }
     }
 

@@ -260,7 +260,9 @@ public final class ConnectionConfig {
      * connection manager's (rdma_cm's is a hash of the two ports). On RoCE v2 the flow label
      * chooses the packets' UDP source port ({@code 0xC000 | (label & 0x3FFF) ^ (label >> 14)}),
      * which is what switches hash on to spread connections over equal-cost paths (ECMP); a chosen
-     * label pins a connection to one path, or spreads a set of them on purpose. Applied by the
+     * label pins a connection to one path, or spreads a set of them on purpose. Label 0 is "none":
+     * the device then derives the port from the two QP numbers, so it differs per direction and
+     * per connection (rxe and mlx5 do so). Applied by the
      * connecting side as {@link #serviceLevel()} is (on verbs, and only on RoCE ports); tcp and shm
      * ignore it ({@link QueuePairInfo#flowLabel()} is -1 there).
      *

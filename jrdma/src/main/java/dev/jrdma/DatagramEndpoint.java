@@ -398,8 +398,11 @@ public final class DatagramEndpoint implements AutoCloseable {
     /**
      * {@link #send(DatagramAddress, LocalRegion, long, int)} reporting to {@code handler} instead
      * of a future, for a data path that allocates nothing per datagram: {@code completed} on the
-     * endpoint's IO thread once it was sent, {@code failed} there when the device failed it, or at
-     * once on this thread when it was refused (a full send queue, a closed endpoint).
+     * endpoint's IO thread once it was sent, {@code failed} there when the device failed it, at
+     * once on this thread when it was refused (a full send queue, a closed endpoint), and, for a
+     * send still in flight when the endpoint closes, {@code failed} with a {@link
+     * ConnectionClosedException} on the thread that tears it down (jrdma's control thread). A
+     * handler that throws is logged; the endpoint carries on.
      *
      * @param to         an address of this endpoint
      * @param data       registered memory of this endpoint's {@code Rdma}
@@ -505,22 +508,30 @@ public final class DatagramEndpoint implements AutoCloseable {
         }
     }
 
-    /** Tells a send's future or handler how it ended ({@code failure} null: sent). */
+    /**
+     * Tells a send's future or handler how it ended ({@code failure} null: sent). A handler that
+     * throws is logged and passed over: the completions polled with its own, and the other sends
+     * a close fails, must still be told.
+     */
     @SuppressWarnings("unchecked")
-    private static void complete(Object completion, Object attachment, Throwable failure) {
+    private void complete(Object completion, Object attachment, Throwable failure) {
         if (completion instanceof CompletableFuture<?> f) {
             if (failure == null) {
                 ((CompletableFuture<Void>) f).complete(null);
             } else {
                 f.completeExceptionally(failure);
             }
-        } else {
-            CompletionHandler<Void, Object> h = (CompletionHandler<Void, Object>) completion;
+            return;
+        }
+        CompletionHandler<Void, Object> h = (CompletionHandler<Void, Object>) completion;
+        try {
             if (failure == null) {
                 h.completed(null, attachment);
             } else {
                 h.failed(failure, attachment);
             }
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "a send handler of " + qp.localAddress() + " threw", e);
         }
     }
 
@@ -696,8 +707,11 @@ public final class DatagramEndpoint implements AutoCloseable {
             try {
                 qp.close();
             } finally {
-                finishClose();
-                gone.complete(null);
+                try {
+                    finishClose();
+                } finally {
+                    gone.complete(null);
+                }
             }
         };
         try {

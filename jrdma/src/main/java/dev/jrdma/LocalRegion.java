@@ -173,7 +173,7 @@ public final class LocalRegion implements AutoCloseable {
      * @param duration how long the lease lasts
      * @param rights the access the peer gets (only what the region has); none: what {@link #toRemote()} grants
      * @return the lease's descriptor for a peer
-     * @throws IllegalArgumentException for a duration that is not positive, or rights as for {@link
+     * @throws IllegalArgumentException for a duration that is not positive or over 292 years, or rights as for {@link
      *     #toRemote(Access...)}
      */
     public RemoteRegion lease(Duration duration, Access... rights) {
@@ -182,6 +182,7 @@ public final class LocalRegion implements AutoCloseable {
         if (duration.isNegative() || duration.isZero()) {
             throw new IllegalArgumentException("lease: the duration must be positive, not " + duration);
         }
+        checkLeaseTimerTakes("lease", duration);
         int bits = rights.length == 0 ? defaultRights() : rightsBits("lease", rights);
         long end = System.currentTimeMillis() + Math.max(1, duration.toMillis());
         MemoryRegistration r = resources.newLease(segment, bits);
@@ -244,7 +245,7 @@ public final class LocalRegion implements AutoCloseable {
      * @param duration how long the lease lasts
      * @param rights the access the peer gets (only what the region has); none: what {@link #toRemote()} grants
      * @return the lease's descriptor, good for that connection's peer only
-     * @throws IllegalArgumentException for a duration that is not positive, a connection of another
+     * @throws IllegalArgumentException for a duration that is not positive or over 292 years, a connection of another
      *         {@code Rdma}, or rights as for {@link #toRemote(Access...)}
      * @throws dev.jrdma.exceptions.ConnectionClosedException when the connection is not established
      * @throws dev.jrdma.exceptions.UnsupportedCapabilityException where the provider cannot limit a key to one
@@ -261,18 +262,33 @@ public final class LocalRegion implements AutoCloseable {
         if (connection.rdma() != rdma) {
             throw new IllegalArgumentException("leaseFor: " + connection + " belongs to another Rdma than this region");
         }
+        checkLeaseTimerTakes("leaseFor", duration);
         int bits = rights.length == 0 ? defaultRights() : rightsBits("leaseFor", rights);
         long end = System.currentTimeMillis() + Math.max(1, duration.toMillis());
         MemoryRegistration r = resources.newScoped("leaseFor", segment, bits, connection);
         RegionResources res = resources;
         long millis = duration.toMillis();
-        rdma.scheduleLeaseEnd(duration, () -> {
-            if (res.endScoped(r)) {
-                JrdmaEvents.leaseEnded(r.memory().address(), r.memory().byteSize(), r.rkey(), millis);
-            }
-        });
+        try {
+            rdma.scheduleLeaseEnd(duration, () -> {
+                if (res.endScoped(r)) {
+                    JrdmaEvents.leaseEnded(r.memory().address(), r.memory().byteSize(), r.rkey(), millis);
+                }
+            });
+        } catch (RuntimeException e) {
+            res.endScoped(r);   // no timer would end it (the Rdma is closing): it ends now, not with the connection
+            throw e;
+        }
         return new RemoteRegion(segment.address(), segment.byteSize(), r.rkey(),
                 bits | (root().directWriteToPmem ? RemoteRegion.DIRECT_WRITE_TO_PMEM : 0), end);
+    }
+
+    /** A duration the lease timer can count (nanoseconds in a long: about 292 years), else refused by name. */
+    private static void checkLeaseTimerTakes(String op, Duration duration) {
+        try {
+            duration.toNanos();
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException(op + ": " + duration + " is longer than a lease can last (292 years)");
+        }
     }
 
     /** Leases and connection-scoped exposures of this region (and its slices) still open: for tests. */

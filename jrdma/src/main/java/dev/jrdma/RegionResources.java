@@ -217,7 +217,7 @@ final class RegionResources {
             }
             // Where the device has memory windows, a window bound on the connection's QP; else the
             // provider's own scoped key (tcp, shm), or its refusal (verbs without windows).
-            r = rdma.bindsWindows() ? connection.bindWindow(rdma.device(), registration, memory, withLocalWrite(rights))
+            r = rdma.bindsWindows() ? connection.bindWindow(op, rdma.device(), registration, memory, withLocalWrite(rights))
                     : rdma.registerExposureFor(connection.establishedQueuePair(op), memory, withLocalWrite(rights));
             if (leases == null) {
                 leases = new ArrayList<>();
@@ -244,7 +244,7 @@ final class RegionResources {
             // Outside the lock too: the IO thread that completes the bind may need it (another
             // connection's release ending an exposure of this region).
             try {
-                connection.awaitBind(w.bound);
+                connection.awaitBind(op, w.bound);
             } catch (RuntimeException e) {
                 connection.removeReleaseHook(end);
                 end.run();

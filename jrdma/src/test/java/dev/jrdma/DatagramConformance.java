@@ -23,6 +23,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.Test;
@@ -179,6 +180,49 @@ abstract class DatagramConformance {
             Object closed = events.poll();
             assertInstanceOf(ConnectionClosedException.class, closed);
             assertTrue(((Throwable) closed).getMessage().contains("is closed"), closed.toString());
+        }
+    }
+
+    /**
+     * A send handler that throws costs only its own call: every send is still told once, the
+     * send slots come back (a second round fits the same depth), and the datagrams arrive.
+     */
+    @Test
+    void aSendHandlerThatThrowsCostsOnlyItsOwnCall() throws Exception {
+        try (Rdma server = transport().server().build(); Rdma client = transport().client().build()) {
+            DatagramEndpoint s = server.datagramEndpoint(transport().nextServerAddress(), 16);
+            DatagramEndpoint c = client.datagramEndpoint(transport().clientBindAddress(), 4, 4);
+            DatagramAddress to = c.resolve(s.localAddress()).get(T.toSeconds(), TimeUnit.SECONDS);
+            LocalRegion out = filled(client, pattern(3, 64));
+            AtomicInteger told = new AtomicInteger();
+            CompletionHandler<Void, Object> throwing = new CompletionHandler<>() {
+                @Override
+                public void completed(Void v, Object a) {
+                    told.incrementAndGet();
+                    throw new IllegalStateException("the application's handler failed");
+                }
+
+                @Override
+                public void failed(Throwable e, Object a) {
+                    throw new AssertionError("a send failed: " + e, e);
+                }
+            };
+            for (int round = 1; round <= 2; round++) {
+                for (int i = 0; i < 4; i++) {
+                    c.send(to, out, 0, 64, null, throwing);   // all four in flight at once: one poll may reap several
+                }
+                long deadline = System.nanoTime() + T.toNanos();
+                while (told.get() < 4 * round && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+                assertEquals(4 * round, told.get(), "round " + round + ": every send told once");
+            }
+            for (int i = 0; i < 8; i++) {
+                try (Datagram d = s.receive(T)) {
+                    assertEquals(64, d.length());
+                }
+            }
+            assertEquals(8, c.sent());
         }
     }
 

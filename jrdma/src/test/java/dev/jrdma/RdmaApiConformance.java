@@ -140,6 +140,7 @@ abstract class RdmaApiConformance {
                 assertEquals(-1, c.serviceLevel(), "no service level on " + transport() + ": " + c);
                 assertEquals(-1, c.flowLabel(), "no flow label on " + transport() + ": " + c);
                 assertEquals(-1, s.flowLabel(), "no flow label on " + transport() + ": " + s);
+                assertEquals(-1, s.serviceLevel(), "no service level on " + transport() + ": " + s);
             }
             LocalRegion buf = p.client().allocate(64);
             buf.segment().fill((byte) 7);

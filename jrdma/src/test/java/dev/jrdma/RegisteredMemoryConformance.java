@@ -418,6 +418,23 @@ abstract class RegisteredMemoryConformance {
             assertInstanceOf(RemoteAccessException.class, early);
             assertTrue(early.getMessage().contains("lease ended"), early.getMessage());
             p.conn().readSync(longer, buf);   // the longer lease still works, the connection is up
+            // A peer that ignores the descriptor's end is refused by the owner's side: the key is
+            // revoked (verbs: the window deallocated; a same-host peer once it has handled the
+            // unmap the end sent). On verbs the refusal ends the connection, as a wrong key does.
+            RemoteRegion raw = RemoteRegion.of(lease.address(), 8, lease.rkey());
+            long refusedBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+            Throwable refused = null;
+            while (refused == null && System.nanoTime() < refusedBy) {
+                try {
+                    p.conn().write(buf.slice(0, 8), raw).get(T, TimeUnit.SECONDS);
+                    assertTrue(transport().provider().equals("shm"), "a write with an ended lease's key succeeded on "
+                            + transport().provider());
+                    Thread.sleep(1);
+                } catch (ExecutionException e) {
+                    refused = e.getCause();
+                }
+            }
+            assertEquals("IBV_WC_REM_ACCESS_ERR", assertInstanceOf(RemoteAccessException.class, refused).status());
 
             // The longer lease ends with its connection.
             toFirst.closeAsync().get(60, TimeUnit.SECONDS);

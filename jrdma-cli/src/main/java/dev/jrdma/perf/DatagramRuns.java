@@ -65,6 +65,28 @@ final class DatagramRuns {
             }
         }
 
+        /** How long the server waits, after END, for the datagrams that have not come when none comes. */
+        static final long QUIET_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+        /**
+         * After END: polls until all {@code sent} datagrams were received or none came for
+         * {@link #QUIET_NANOS} (the rest are lost), so that ENDED counts this run's and the next
+         * run does not count its stragglers.
+         */
+        void awaitStragglers(Rdma rdma, long sent) {
+            long seen = received, quietSince = System.nanoTime();
+            while (received < sent) {
+                rdma.poll();
+                long now = System.nanoTime();
+                if (received != seen) {
+                    seen = received;
+                    quietSince = now;
+                } else if (now - quietSince > QUIET_NANOS) {
+                    return;
+                }
+            }
+        }
+
         /** For ENDED: the datagrams this run received. */
         long received() {
             return received;
@@ -105,7 +127,10 @@ final class DatagramRuns {
             this.rdma = rdma;
             this.c = c;
             this.window = Math.min(window, 4096);
-            this.ud = rdma.datagramEndpoint(new InetSocketAddress(c.localAddress().getAddress(), 0), RECEIVES, this.window);
+            // Two slots at least: send_lat does not wait for a send's completion before the next
+            // (its answer can come first), so with -t 1 the next send would find the slot taken.
+            this.ud = rdma.datagramEndpoint(new InetSocketAddress(c.localAddress().getAddress(), 0), RECEIVES,
+                    Math.max(2, this.window));
             ud.onReceive(d -> {
                 replies++;
                 d.close();

@@ -142,14 +142,14 @@ final class PerfClient implements AutoCloseable {
     private Result session(PerfTest test, int size, int count, boolean shown) {
         // The marks of write_lat start again at 1 in every run: forget the last one the server wrote.
         mine.segment().set(ValueLayout.JAVA_BYTE, size - 1, (byte) 0);
-        PerfControl.send(rdma, c, control, PerfControl.START, test.ordinal(), size, count);
+        PerfControl.send(rdma, c, control, PerfControl.START, test.ordinal() | (ud != null ? PerfControl.DATAGRAMS : 0), size, count);
         int[] ready = PerfControl.expect(rdma, c, PerfControl.READY);
         if (ud != null) {
             ud.serverAt(ready[1]);   // READY carries the server endpoint's port
         }
         Result r = ud != null ? datagrams(test, size, count, shown)
                 : test.latency() ? latency(test, size, count, shown) : bandwidth(test, size, count, shown);
-        PerfControl.send(rdma, c, control, PerfControl.END, 0, 0, 0);
+        PerfControl.send(rdma, c, control, PerfControl.END, ud != null ? count : 0, 0, 0);
         int[] ended = PerfControl.expect(rdma, c, PerfControl.ENDED);
         return ud != null && !test.latency() ? r.delivered(ended[1]) : r;
     }

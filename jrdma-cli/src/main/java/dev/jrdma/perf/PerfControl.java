@@ -21,6 +21,12 @@ final class PerfControl {
     static final int IMM = 0x4A525046;   // "JRPF"
     static final int START = 1, READY = 2, END = 3, ENDED = 4, BYE = 5;
     static final int BYTES = 16;
+    /**
+     * Set in START's test by a -c UD client: a server of the other kind refuses by name (its READY
+     * and the data would otherwise be misread). END's first int is then the datagrams the client
+     * sent, ENDED's the ones the server received.
+     */
+    static final int DATAGRAMS = 0x100;
     /** How long either side waits for the other before it gives up. */
     static final long TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(60);
 

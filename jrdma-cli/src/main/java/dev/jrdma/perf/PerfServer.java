@@ -163,7 +163,15 @@ final class PerfServer implements AutoCloseable {
             if (start[0] == PerfControl.BYE) {
                 return sizes;
             }
-            PerfTest test = PerfTest.values()[start[1]];
+            int ordinal = start[1] & ~PerfControl.DATAGRAMS;
+            if (ordinal < 0 || ordinal >= PerfTest.values().length) {
+                throw new RdmaException("the client asked for test " + ordinal + ", which this server does not know");
+            }
+            PerfTest test = PerfTest.values()[ordinal];
+            if (((start[1] & PerfControl.DATAGRAMS) != 0) != (ud != null)) {
+                throw new RdmaException("the client runs " + ((start[1] & PerfControl.DATAGRAMS) != 0 ? "-c UD" : "-c RC")
+                        + ", this server " + (ud != null ? "-c UD" : "-c RC") + ": give both ends the same -c");
+            }
             if (test != options.test()) {
                 throw new RdmaException("the client runs " + test.perftestName() + ", this server "
                         + options.test().perftestName() + ": run the same test on both ends");
@@ -191,7 +199,10 @@ final class PerfServer implements AutoCloseable {
             // The client's run may be long. One-sided tests need nothing of this side but on tcp,
             // where this side's polling applies them: elsewhere it sleeps between looks.
             boolean oneSided = test != PerfTest.WRITE_LAT && test != PerfTest.SEND_LAT && test != PerfTest.SEND_BW;
-            PerfControl.expect(rdma, c, PerfControl.END, Long.MAX_VALUE, oneSided && !rdma.providerName().equals("tcp"));
+            int[] end = PerfControl.expect(rdma, c, PerfControl.END, Long.MAX_VALUE, oneSided && !rdma.providerName().equals("tcp"));
+            if (ud != null) {
+                ud.awaitStragglers(rdma, end[1]);   // END may overtake datagrams still on their way or not yet polled
+            }
             PerfControl.send(rdma, c, control, PerfControl.ENDED, ud != null ? (int) Math.min(Integer.MAX_VALUE, ud.received()) : 0, 0, 0);
             sizes++;
         }

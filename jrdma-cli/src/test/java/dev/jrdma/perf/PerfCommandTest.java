@@ -183,6 +183,30 @@ class PerfCommandTest {
         assertEquals(0, server.get(30, TimeUnit.SECONDS).code(), server.get().err());
     }
 
+    /** A -c UD client of a -c RC server (two commands): the server refuses by name, the client fails. */
+    @Test
+    void aServerAndAClientOfOtherConnectionTypesRefuseEachOther() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> perf("send_lat", "--provider", "tcp", "-p",
+                String.valueOf(port), "--bind", "127.0.0.1"));
+        Run client = null;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (System.nanoTime() < deadline) {   // until the server listens
+            client = perf("send_lat", "--provider", "tcp", "-p", String.valueOf(port), "-n", "20", "-c", "UD", "127.0.0.1");
+            if (!client.err().contains("refused")) {
+                break;
+            }
+            Thread.sleep(100);
+        }
+        assertEquals(1, client.code(), client.out() + client.err());
+        Run s = server.get(90, TimeUnit.SECONDS);
+        assertEquals(1, s.code(), s.err());
+        assertTrue(s.err().contains("the client runs -c UD, this server -c RC: give both ends the same -c"), s.err());
+    }
+
     @Test
     void badInputIsRefusedWithWhatIsWrong() throws Exception {
         assertUsage(perf(), "which test");

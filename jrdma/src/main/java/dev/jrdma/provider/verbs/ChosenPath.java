@@ -24,8 +24,11 @@ import java.net.InetSocketAddress;
  * active MTU and rate, hop limit {@value #HOP_LIMIT} (Linux's default TTL, which rdma_cm would
  * take from the route), traffic class the config's or 0 (rdma_cm's per-port default unless an
  * administrator changed it in configfs), service level the config's or 0 (what rdma_cm derives
- * without a VLAN device), flow label the config's or rdma_cm's hash of the two ports, packet
- * life time {@value #PACKET_LIFE_TIME} or one less than the config's ack timeout.
+ * without a VLAN device), flow label the config's or rdma_cm's hash of the two ports (which
+ * rdma_cm uses on RoCE v2; on a RoCE v1 port it would leave 0), packet life time {@value
+ * #PACKET_LIFE_TIME} as rdma_cm's own path has it with jrdma (which sets a config's ack timeout
+ * on the id after the route, so the timeout applies to the QP and not to the path: a chosen
+ * path changes nothing else of the connection, the request's timeouts included).
  *
  * <p>Only on RoCE: an InfiniBand port's path comes from its subnet manager (LIDs, the SL it
  * maps), which jrdma does not second-guess.
@@ -54,10 +57,9 @@ final class ChosenPath {
         InetSocketAddress src = SockAddr.toInet(RdmaCmId.srcAddr(id));
         InetSocketAddress dst = SockAddr.toInet(RdmaCmId.dstAddr(id));
         int flowLabel = spec.flowLabel() >= 0 ? spec.flowLabel() : defaultFlowLabel(src.getPort(), dst.getPort());
-        int lifeTime = spec.ackTimeout() > 0 ? spec.ackTimeout() - 1 : PACKET_LIFE_TIME;
         try (Arena a = Arena.ofConfined()) {
             LibRdmacm.setIbPath(id, IbvPathData.of(gid(src), gid(dst), flowLabel, HOP_LIMIT,
-                    Math.max(0, spec.trafficClass()), Math.max(0, spec.serviceLevel()), info.activeMtu(), lifeTime, a));
+                    Math.max(0, spec.trafficClass()), Math.max(0, spec.serviceLevel()), info.activeMtu(), PACKET_LIFE_TIME, a));
         }
     }
 
