@@ -179,10 +179,7 @@ public final class LocalRegion implements AutoCloseable {
     public RemoteRegion lease(Duration duration, Access... rights) {
         checkOpen("lease");
         Objects.requireNonNull(duration, "duration");
-        if (duration.isNegative() || duration.isZero()) {
-            throw new IllegalArgumentException("lease: the duration must be positive, not " + duration);
-        }
-        checkLeaseTimerTakes("lease", duration);
+        checkLeaseDuration("lease", duration);
         int bits = rights.length == 0 ? defaultRights() : rightsBits("lease", rights);
         long end = System.currentTimeMillis() + Math.max(1, duration.toMillis());
         MemoryRegistration r = resources.newLease(segment, bits);
@@ -228,7 +225,7 @@ public final class LocalRegion implements AutoCloseable {
             throw new IllegalArgumentException("toRemoteFor: " + connection + " belongs to another Rdma than this region");
         }
         int bits = rights.length == 0 ? defaultRights() : rightsBits("toRemoteFor", rights);
-        MemoryRegistration r = resources.newScoped(segment, bits, connection);
+        MemoryRegistration r = resources.newScoped("toRemoteFor", segment, bits, connection);
         int granted = bits | (root().directWriteToPmem ? RemoteRegion.DIRECT_WRITE_TO_PMEM : 0);
         return new RemoteRegion(segment.address(), segment.byteSize(), r.rkey(), granted);
     }
@@ -256,13 +253,10 @@ public final class LocalRegion implements AutoCloseable {
         checkOpen("leaseFor");
         Objects.requireNonNull(connection, "leaseFor: the connection");
         Objects.requireNonNull(duration, "leaseFor: the duration");
-        if (duration.isNegative() || duration.isZero()) {
-            throw new IllegalArgumentException("leaseFor: the duration must be positive, not " + duration);
-        }
         if (connection.rdma() != rdma) {
             throw new IllegalArgumentException("leaseFor: " + connection + " belongs to another Rdma than this region");
         }
-        checkLeaseTimerTakes("leaseFor", duration);
+        checkLeaseDuration("leaseFor", duration);
         int bits = rights.length == 0 ? defaultRights() : rightsBits("leaseFor", rights);
         long end = System.currentTimeMillis() + Math.max(1, duration.toMillis());
         MemoryRegistration r = resources.newScoped("leaseFor", segment, bits, connection);
@@ -282,8 +276,11 @@ public final class LocalRegion implements AutoCloseable {
                 bits | (root().directWriteToPmem ? RemoteRegion.DIRECT_WRITE_TO_PMEM : 0), end);
     }
 
-    /** A duration the lease timer can count (nanoseconds in a long: about 292 years), else refused by name. */
-    private static void checkLeaseTimerTakes(String op, Duration duration) {
+    /** A positive duration the lease timer can count (nanoseconds in a long: about 292 years), else refused by name. */
+    private static void checkLeaseDuration(String op, Duration duration) {
+        if (duration.isNegative() || duration.isZero()) {
+            throw new IllegalArgumentException(op + ": the duration must be positive, not " + duration);
+        }
         try {
             duration.toNanos();
         } catch (ArithmeticException e) {

@@ -201,13 +201,8 @@ final class RegionResources {
     /**
      * A registration of {@code memory} (the region or a slice of it) that only the peer of
      * {@code connection} may use; it ends like a lease ({@link #endLease}) when that connection
-     * is released, or with this region.
+     * is released, or with this region. {@code op} names the call in messages.
      */
-    MemoryRegistration newScoped(MemorySegment memory, int rights, Connection connection) {
-        return newScoped("toRemoteFor", memory, rights, connection);
-    }
-
-    /** {@link #newScoped(MemorySegment, int, Connection)} for the call {@code op} (named in messages). */
     MemoryRegistration newScoped(String op, MemorySegment memory, int rights, Connection connection) {
         MemoryRegistration r;
         Runnable end;
