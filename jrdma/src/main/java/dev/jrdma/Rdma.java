@@ -1,7 +1,9 @@
 package dev.jrdma;
 
 import dev.jrdma.spi.DatagramQueuePair;
+import dev.jrdma.spi.Log;
 import dev.jrdma.device.DeviceInfo;
+import dev.jrdma.engine.admission.SourcePenalties;
 import dev.jrdma.exceptions.ConnectionRejectedException;
 import dev.jrdma.exceptions.ProviderUnavailableException;
 import dev.jrdma.exceptions.RdmaException;
@@ -80,6 +82,8 @@ public final class Rdma implements AutoCloseable {
     private final Set<RegionLeak> watched = ConcurrentHashMap.newKeySet();
     private final java.lang.ref.ReferenceQueue<LocalRegion> collected = new java.lang.ref.ReferenceQueue<>();
     private final CmEventHandler cmHandler = new CmHandler();
+    /** Who failed to authenticate or misused a connection lately, by source address: IO thread 0's (the CM handler's). */
+    private final SourcePenalties penalties;
     /** Connections by QP number, for device events about a QP. */
     private final java.util.Map<Integer, Connection> byQpNum = new ConcurrentHashMap<>();
     /** Per port, how often it came up: a port-down check acts only if it has not come up since. */
@@ -95,6 +99,13 @@ public final class Rdma implements AutoCloseable {
     private final int maxRemoteAccess;
     /** Ends leases; made by the first one, guarded by this. */
     private java.util.concurrent.ScheduledExecutorService leaseTimer;
+    /**
+     * The kernel's accept queue for each listener (capped by net.core.somaxconn): a connection
+     * waiting there costs kernel memory only, and one that finds it full has its SYN dropped and
+     * waits a second for the retry. Deep, so that a flood of sockets does not push honest clients
+     * out before they are looked at (the connection manager takes them quickly and bounds itself).
+     */
+    static final int LISTEN_BACKLOG = 4096;
     private static final int REMOTE_ACCESS = AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC;
 
     private Rdma(Builder b) {
@@ -115,6 +126,7 @@ public final class Rdma implements AutoCloseable {
             }
         }
         this.maxConnections = b.maxConnections;
+        this.penalties = b.sourcePenalties ? new SourcePenalties() : null;
         this.pool = new RegisteredMemoryPool(device, AccessFlags.LOCAL_WRITE, b.hugePages);
         this.registrations = new RegistrationCache(device);
         int n = b.ioLoops > 0 ? b.ioLoops : Math.max(1, b.ioThreads);
@@ -731,7 +743,7 @@ public final class Rdma implements AutoCloseable {
         CompletableFuture<RdmaServer> f = new CompletableFuture<>();
         io[0].execute(() -> {
             try {
-                CmListener l = cm.listen(address, 128);
+                CmListener l = cm.listen(address, LISTEN_BACKLOG);
                 RdmaServer s = new RdmaServer(this, l, config, onAccept);
                 servers.add(s);
                 String warning = exposureWarning(l.address(), config);
@@ -964,11 +976,26 @@ public final class Rdma implements AutoCloseable {
                 request.close();
                 return;
             }
+            InetSocketAddress from = request.remoteAddress();
+            long wait = from == null || penalties == null ? 0 : penalties.waitNanos(from.getAddress());
+            if (wait > 0) {
+                // Neither checked nor counted: a source past its allowance gets one try per wait.
+                long ms = TimeUnit.NANOSECONDS.toMillis(wait) + 1;
+                Log.limited("rdma.penalized", System.Logger.Level.WARNING, "refused connection requests from "
+                        + from.getAddress().getHostAddress() + " unchecked: too many failed attempts or misused"
+                        + " connections from that address lately (" + penalties.refusedWhileWaiting() + " refused so far)");
+                request.reject(Handshake.rejection("too many failed attempts from this address: retry in " + ms + " ms"));
+                request.close();
+                return;
+            }
             Handshake peer = Handshake.decode(privateData);
             byte[] expected = server.config.authTokenRef();
             if (expected.length > 0 && !java.security.MessageDigest.isEqual(expected, peer.token())) {
-                LOG.log(System.Logger.Level.WARNING, "rejected a connection from {0}: wrong or missing auth token",
-                        request.remoteAddress());
+                if (from != null && penalties != null) {
+                    penalties.authFailed(from.getAddress());
+                }
+                Log.limited("rdma.authFailed", System.Logger.Level.WARNING, "rejected a connection from " + from
+                        + ": wrong or missing auth token");
                 request.reject(Handshake.rejection("authentication failed: the auth token does not match the server's"));
                 request.close();
                 return;
@@ -1013,6 +1040,19 @@ public final class Rdma implements AutoCloseable {
                 c.io.execute(c.life::peerDisconnected);
             }
         }
+
+        @Override
+        public void onPeerOffence(CmEndpoint endpoint, String what) {
+            InetSocketAddress from = endpoint.remoteAddress();
+            if (from != null && penalties != null && endpoint.attachment() instanceof Connection c && c.server != null) {
+                penalties.offended(from.getAddress());   // only a server's peers: a client chose its server
+            }
+        }
+    }
+
+    /** The accept policy's record of failed attempts and offences by source, or null when off (tests read its counts). IO thread 0. */
+    SourcePenalties penalties() {
+        return penalties;
     }
 
     boolean isClosed() {
@@ -1137,8 +1177,29 @@ public final class Rdma implements AutoCloseable {
         private int maxConnections = 4096;
         private int maxPendingHandshakes = ConnectionLimits.DEFAULTS.maxPendingHandshakes();
         private java.time.Duration handshakeTimeout = java.time.Duration.ofNanos(ConnectionLimits.DEFAULTS.handshakeTimeoutNanos());
+        private boolean sourcePenalties = true;
 
         private Builder() {
+        }
+
+        /**
+         * Whether a source address that keeps failing must wait before its servers look at its next
+         * connection request (default: on). Each source may present a wrong or missing auth token
+         * {@value SourcePenalties#FREE_AUTH_FAILURES} times, and end
+         * {@value SourcePenalties#FREE_OFFENCES} connections by misusing them (naming a key that
+         * was never issued, breaking the protocol), free; past that it waits 100 ms, doubling with
+         * each further failure up to 10 s, and a request made while it waits is refused unchecked
+         * ("too many failed attempts from this address: retry in N ms"). Its record is forgotten 60 s
+         * after its last failure. A stale key (a region closed, a lease ended) is no failure. IPv4
+         * sources count by address, IPv6 ones by /64; on loopback every local process is one
+         * source. Turn it off only for a test that attacks on purpose, such as a fuzzer.
+         *
+         * @param on false to look at every request whatever its source did before
+         * @return this builder
+         */
+        public Builder sourcePenalties(boolean on) {
+            sourcePenalties = on;
+            return this;
         }
 
         /**

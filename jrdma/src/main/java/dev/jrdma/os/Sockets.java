@@ -29,7 +29,7 @@ public final class Sockets {
 
     public static final int AF_INET = 2, AF_INET6 = 10, SOCK_STREAM = 1, SOCK_NONBLOCK = 04000,
             SOCK_CLOEXEC = 02000000, SOL_SOCKET = 1, SO_REUSEADDR = 2, SO_ERROR = 4, SO_SNDBUF = 7,
-            SO_RCVBUF = 8, IPPROTO_TCP = 6, TCP_NODELAY = 1, MSG_DONTWAIT = 0x40, MSG_NOSIGNAL = 0x4000,
+            SO_RCVBUF = 8, IPPROTO_TCP = 6, TCP_NODELAY = 1, TCP_DEFER_ACCEPT = 9, MSG_DONTWAIT = 0x40, MSG_NOSIGNAL = 0x4000,
             SHUT_WR = 1, SHUT_RDWR = 2, SO_DOMAIN = 39, IPPROTO_IP = 0, IP_TOS = 1, IPPROTO_IPV6 = 41,
             IPV6_TCLASS = 67;
     /** Datagram sockets and IPv4 multicast ({@code <netinet/in.h>}). */

@@ -16,4 +16,12 @@ public interface CmEventHandler {
 
     /** The connection went down (either side disconnected, or the device failed). */
     void onDisconnected(CmEndpoint endpoint);
+
+    /**
+     * The peer of {@code endpoint} misused its connection: it named a key it was not granted, or
+     * broke the protocol ({@code what} says which). The provider ends that connection itself; the
+     * handler may hold it against the peer's address (see the accept policy).
+     */
+    default void onPeerOffence(CmEndpoint endpoint, String what) {
+    }
 }

@@ -13,13 +13,14 @@ import java.util.List;
  * The same-host mapping protocol of one tcp queue pair (shm), outside the request sequence:
  * MAP_REQUEST asks where the peer's region with a key lives, MAP_RESPONSE answers (or says it
  * is not shareable), UNMAP tells the peer a region closed, UNMAP_ACK says the peer no longer
- * reaches it. Every answer is checked: a key that names nothing is answered "not shareable" and
- * counted ({@link TcpQueuePair#MAX_UNKNOWN_KEY_MAP_REQUESTS}), a MAP_RESPONSE nobody asked for or
- * an UNMAP from a peer not on this host ends the connection.
+ * reaches it. Every answer is checked: a key this peer was not granted (one that names nothing,
+ * another peer's, or memory no peer may reach) is answered "not shareable", the same answer
+ * whichever it is, and counted ({@link TcpQueuePair#MAX_UNGRANTED_KEY_MAP_REQUESTS}); a
+ * MAP_RESPONSE nobody asked for or an UNMAP from a peer not on this host ends the connection.
  */
 final class SameHostMapping {
     private final TcpQueuePair qp;
-    private int unknownKeyMapRequests;   // progress thread
+    private int ungrantedKeyMapRequests;   // progress thread
 
     SameHostMapping(TcpQueuePair qp) {
         this.qp = qp;
@@ -63,18 +64,26 @@ final class SameHostMapping {
         SameHostPeer peer = qp.sameHost;
         TcpSameHost support = peer == null ? null : peer.support;
         TcpMemoryRegistration r = qp.registrations.lookupFrom(qp.scope, f.rkey);
-        if (r == null && ++unknownKeyMapRequests > TcpQueuePair.MAX_UNKNOWN_KEY_MAP_REQUESTS) {
-            // An honest peer asks only for keys it was given: one that was closed since fails
-            // the operation behind it, and the connection with it. Many are a search for keys.
-            qp.malformed(unknownKeyMapRequests + " MAP_REQUESTs named keys that name no memory (probing for keys)");
-            return false;
+        // Memory registered for local access only (the pool's chunks) is never mapped by a peer,
+        // and a key of it is one the peer was not granted, as much as a key that names nothing:
+        // both count alike, so that the count tells a peer nothing about which keys are live.
+        boolean granted = r != null
+                && (r.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0;
+        if (!granted) {
+            if (!qp.registrations.everIssued(f.rkey)) {
+                qp.offended("a MAP_REQUEST for key 0x" + Integer.toHexString(f.rkey) + ", which was never issued");
+            }
+            if (++ungrantedKeyMapRequests > TcpQueuePair.MAX_UNGRANTED_KEY_MAP_REQUESTS) {
+                // An honest peer asks only for keys it was given: one closed since is answered
+                // "not shareable", and the operation behind it fails with a remote access error,
+                // ending the connection. A second such request is a search for keys.
+                qp.malformed(ungrantedKeyMapRequests + " MAP_REQUESTs named keys it was not granted (probing for keys)");
+                return false;
+            }
         }
-        // Memory registered for local access only (the pool's chunks) is never mapped by a peer.
         // Entered while its descriptor is found and sent: closing the region waits for that,
         // so its memfd (and the descriptor number) cannot be freed and reused meanwhile.
-        boolean entered = support != null && r != null && r.memory().byteSize() > 0
-                && (r.access() & (AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC)) != 0
-                && r.enter();
+        boolean entered = support != null && granted && r.memory().byteSize() > 0 && r.enter();
         try {
             long[] where = entered ? support.locate(r.memory()) : null;
             synchronized (qp.txLock) {

@@ -486,6 +486,13 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
     }
 
     @Override
+    public void peerOffended(String what) {
+        if (listener != null) {   // a server's peer: a client chose its server
+            manager.offended(this, what);
+        }
+    }
+
+    @Override
     public Object attachment() {
         return attachment;
     }

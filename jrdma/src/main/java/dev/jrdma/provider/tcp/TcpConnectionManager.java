@@ -20,12 +20,14 @@ import dev.jrdma.spi.QueuePairSpec;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
 
 /**
  * rdma_cm's part for the tcp provider: listening sockets, connects, the {@link TcpHandshake},
@@ -35,6 +37,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  */
 final class TcpConnectionManager implements ConnectionManager {
     private static final int MAX_EVENTS = 64;
+    /** Connections taken from one listener in one pass: the handshakes under way are read between. */
+    static final int MAX_ACCEPTS_PER_PASS = 64;
     private final TcpDevice device;
     private final Arena arena = Arena.ofShared();
     private final int epfd;
@@ -47,6 +51,7 @@ final class TcpConnectionManager implements ConnectionManager {
     private final Map<Integer, Object> byFd = new HashMap<>();
     private final List<TcpCmEndpoint> handshaking = new ArrayList<>();
     private final ConcurrentLinkedQueue<TcpCmEndpoint> disconnects = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<Offence> offences = new ConcurrentLinkedQueue<>();
     /** Listeners not watched until their accept back-off ends; guarded by this. */
     private final List<TcpCmListener> backingOff = new ArrayList<>();
     static final long MAX_ACCEPT_BACKOFF_MS = 320;
@@ -118,6 +123,10 @@ final class TcpConnectionManager implements ConnectionManager {
         int fd = Sockets.socketFor(address);
         try {
             Sockets.setIntOption(fd, Sockets.SOL_SOCKET, Sockets.SO_REUSEADDR, 1, "SO_REUSEADDR");
+            // Our client speaks first (HELLO): the kernel holds a connection that has sent nothing
+            // as a request in its SYN queue (SYN cookies when that fills), not in the accept
+            // backlog or our memory, for about this long.
+            Sockets.setIntOption(fd, Sockets.IPPROTO_TCP, Sockets.TCP_DEFER_ACCEPT, deferAcceptSeconds(), "TCP_DEFER_ACCEPT");
             Sockets.bind(fd, address);
             Sockets.listen(fd, backlog);
             TcpCmListener l = new TcpCmListener(this, fd, Sockets.localAddress(fd));
@@ -206,6 +215,17 @@ final class TcpConnectionManager implements ConnectionManager {
         }
     }
 
+    /** The peer of an established endpoint misused it: reported from processEvents. Any thread. */
+    void offended(TcpCmEndpoint e, String what) {
+        offences.add(new Offence(e, what));
+        if (!closed) {
+            LibC.eventFdSignal(wakeFd, signal.get());
+        }
+    }
+
+    private record Offence(TcpCmEndpoint endpoint, String what) {
+    }
+
     /** An established endpoint is down (either side): reported from processEvents. Any thread. */
     void disconnected(TcpCmEndpoint e) {
         disconnects.add(e);
@@ -228,7 +248,9 @@ final class TcpConnectionManager implements ConnectionManager {
             resumeListeners();
         }
         int n = Sockets.epollWait(epfd, events, MAX_EVENTS, 0);
-        int handled = 0;
+        // After the wait: an offence reported before a request that the wait found is told first,
+        // so the request is judged with it (a guesser's next connection is refused, not let in).
+        int handled = drainOffences(handler);
         for (int i = 0; i < n; i++) {
             int fd = Sockets.epollEventFd(events, i);
             if (fd == wakeFd) {
@@ -240,7 +262,7 @@ final class TcpConnectionManager implements ConnectionManager {
                 o = byFd.get(fd);
             }
             if (o instanceof TcpCmListener l) {
-                handled += acceptAll(l);
+                handled += acceptAll(l, handler);
             } else if (o instanceof TcpSameHost s) {
                 s.tend();
                 handled++;
@@ -249,6 +271,7 @@ final class TcpConnectionManager implements ConnectionManager {
                 handled++;
             }
         }
+        handled += drainOffences(handler);
         TcpCmEndpoint d;
         while ((d = disconnects.poll()) != null) {
             d.reportDisconnect(handler);
@@ -273,9 +296,28 @@ final class TcpConnectionManager implements ConnectionManager {
         return handled;
     }
 
-    private int acceptAll(TcpCmListener l) {
+    /** A silent connection waits in the kernel for the handshake timeout (at least 1 s: the option counts seconds). */
+    private int deferAcceptSeconds() {
+        return (int) Math.max(1, Math.min(60, TimeUnit.NANOSECONDS.toSeconds(limits.handshakeTimeoutNanos())));
+    }
+
+    /**
+     * Takes what waits on {@code l}, at most {@value #MAX_ACCEPTS_PER_PASS} a pass (the sockets
+     * already in their handshake are read between), each read at once: with TCP_DEFER_ACCEPT an
+     * honest client's HELLO is there when it is accepted, so it leaves the pending ones before
+     * any newcomer could push it out.
+     */
+    private int drainOffences(CmEventHandler handler) {
+        int n = 0;
+        for (Offence o; (o = offences.poll()) != null; n++) {
+            handler.onPeerOffence(o.endpoint(), o.what());
+        }
+        return n;
+    }
+
+    private int acceptAll(TcpCmListener l, CmEventHandler handler) {
         int count = 0;
-        for (int s; (s = acceptUnlessFull(l)) >= 0; count++) {
+        for (int s; count < MAX_ACCEPTS_PER_PASS && (s = acceptUnlessFull(l)) >= 0; count++) {
             try {
                 Sockets.setIntOption(s, Sockets.IPPROTO_TCP, Sockets.TCP_NODELAY, 1, "TCP_NODELAY");
                 TcpCmEndpoint e = new TcpCmEndpoint(this, s, l, Sockets.remoteAddress(s),
@@ -287,13 +329,55 @@ final class TcpConnectionManager implements ConnectionManager {
                     pendingHandshakes++;
                 }
                 track(e);
+                e.onReady(handler);
             } catch (RdmaException | IllegalStateException e) {
                 forget(s);
                 Sockets.close(s);
             }
         }
-        return count;
+        return count;   // more may wait: the listener stays readable, and a pass that did work looks again soon
     }
+
+    /**
+     * Makes room for one more handshake when {@link ConnectionLimits#maxPendingHandshakes} are
+     * under way: drops the oldest of those still waiting for the client's HELLO, taken from the
+     * source address that holds the most of them (so one source, however many sockets it opens,
+     * pushes out its own first). An honest client sends its HELLO as it connects, and is read as
+     * it is accepted: what waits longest for one is a socket that says nothing, or a byte at a
+     * time. Under pressure a handshake's deadline thus shrinks from the handshake timeout to the
+     * time until {@code maxPendingHandshakes} newer ones came. False when none waits for a HELLO
+     * (all are further on): then accepting pauses, as before. Guarded by this.
+     */
+    private boolean evictOneAwaitingHello() {
+        Map<InetAddress, Integer> bySource = new HashMap<>();
+        InetAddress busiest = null;
+        int most = 0;
+        for (TcpCmEndpoint e : handshaking) {
+            if (e.countsAsPending && e.phase == TcpCmEndpoint.Phase.AWAITING_HELLO) {
+                InetAddress a = e.remoteAddress().getAddress();
+                int n = bySource.merge(a, 1, Integer::sum);
+                if (n > most) {
+                    most = n;
+                    busiest = a;
+                }
+            }
+        }
+        for (TcpCmEndpoint e : handshaking) {
+            if (e.countsAsPending && e.phase == TcpCmEndpoint.Phase.AWAITING_HELLO
+                    && e.remoteAddress().getAddress().equals(busiest)) {
+                evicted++;
+                Log.limited("tcp.handshakeEvicted", System.Logger.Level.INFO, "tcp: " + limits.maxPendingHandshakes()
+                        + " handshakes pending: dropped the oldest waiting for its HELLO, from " + e.remoteAddress()
+                        + " (" + evicted + " dropped so far)");
+                e.close();
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Handshakes dropped to make room ({@link #evictOneAwaitingHello}); guarded by this. */
+    private long evicted;
 
     /**
      * The next connection waiting on {@code l}, or -1. Out of file descriptors (EMFILE, ENFILE)
@@ -340,7 +424,7 @@ final class TcpConnectionManager implements ConnectionManager {
      */
     private int acceptUnlessFull(TcpCmListener l) {
         synchronized (this) {
-            if (pendingHandshakes >= limits.maxPendingHandshakes()) {
+            if (pendingHandshakes >= limits.maxPendingHandshakes() && !evictOneAwaitingHello()) {
                 l.resumeAt = System.nanoTime() + 10_000_000L;
                 watch(l.fd, 0);
                 if (!backingOff.contains(l)) {

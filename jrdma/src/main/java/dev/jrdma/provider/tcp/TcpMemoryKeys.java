@@ -48,13 +48,22 @@ final class TcpMemoryKeys {
 
     /** The slot a key was made for (any int names some slot: the caller checks the key stored there). */
     int slotOf(int key) {
+        return unpermute(key) & SLOT_MASK;
+    }
+
+    /** The generation of its slot a key was made for (as {@link #slotOf}, any int names one). */
+    int generationOf(int key) {
+        return unpermute(key) >>> SLOT_BITS;
+    }
+
+    private int unpermute(int key) {
         int l = key >>> 16, r = key & 0xFFFF;
         for (int i = ROUNDS - 1; i >= 0; i--) {
             int t = r ^ round(l, roundKeys[i]);
             r = l;
             l = t;
         }
-        return ((l << 16) | r) & SLOT_MASK;
+        return (l << 16) | r;
     }
 
     private static int round(int half, int key) {

@@ -48,6 +48,13 @@ final class TcpQueuePair implements QueuePair {
     interface Events {
         /** The peer disconnected, or the socket failed; called once, on the progress thread. */
         void peerGone(String why);
+
+        /**
+         * The peer named a key it was not granted, or broke the protocol: its connection ends (the
+         * caller sees to that); this only tells the accept policy. On the progress thread.
+         */
+        default void peerOffended(String what) {
+        }
     }
 
     final int fd;
@@ -425,8 +432,12 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
-    /** MAP_REQUESTs for keys that name no memory a connection may make before it is ended as a key search. */
-    static final int MAX_UNKNOWN_KEY_MAP_REQUESTS = 16;
+    /**
+     * MAP_REQUESTs for keys it was not granted that a connection may make before it is ended as a
+     * key search: one, the honest race with a region's close (the operation behind it then fails
+     * with a remote access error, which ends the connection anyway).
+     */
+    static final int MAX_UNGRANTED_KEY_MAP_REQUESTS = 1;
 
     /** Queue pairs ended by a throwable in their progress, in this process (the fuzz tests count them: each is a bug). */
     static final java.util.concurrent.atomic.AtomicLong INTERNAL_FAILURES = new java.util.concurrent.atomic.AtomicLong();
@@ -562,9 +573,20 @@ final class TcpQueuePair implements QueuePair {
     /** The peer broke the protocol: the connection ends, nothing of it is applied. */
     void malformed(String what) {
         LOG.log(System.Logger.Level.WARNING, "tcp QP {0}: protocol error from the peer, closing: {1}", qpNum, what);
+        offended("protocol error: " + what);
         Sockets.shutdown(fd, Sockets.SHUT_RDWR);
         gone("protocol error: " + what);
     }
+
+    /** The peer misused this connection (see {@link Events#peerOffended}); once per connection is enough. */
+    void offended(String what) {
+        if (!offenceReported) {
+            offenceReported = true;
+            events.peerOffended(what);
+        }
+    }
+
+    private boolean offenceReported;   // progress thread
 
     /** Tells the peer we disconnect, after what is queued; any thread. */
     void sendDisconnect() {

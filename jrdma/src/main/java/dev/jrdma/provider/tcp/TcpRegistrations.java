@@ -90,6 +90,23 @@ final class TcpRegistrations {
         }
     }
 
+    /**
+     * Whether {@code key} was ever handed out by this device (open now or closed since): a peer
+     * holding a key that never was did not get it from us, it guessed. Control path only (a
+     * refused request): it takes the table's lock.
+     */
+    synchronized boolean everIssued(int key) {
+        int slot = keys.slotOf(key), gen = keys.generationOf(key);
+        if (key == 0 || slot >= nextFresh) {
+            return false;
+        }
+        if (gen < generation[slot]) {
+            return true;   // issued, and retired since (a slot's generation grows as each key is used up)
+        }
+        TcpMemoryRegistration r = table.get(slot);
+        return gen == generation[slot] && r != null && r.lkey() == key;
+    }
+
     /** The open registration with {@code key}, or null. */
     TcpMemoryRegistration lookup(int key) {
         // The registrations found last, by the key's low bits: a post checks its local key, and

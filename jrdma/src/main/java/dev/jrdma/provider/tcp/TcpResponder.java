@@ -572,6 +572,11 @@ final class TcpResponder implements AutoCloseable {
         LOG.log(System.Logger.Level.DEBUG, "tcp QP {0}: refused {1} {2}: {3} ({4})", qp.qpNum, what, f.seq, reason,
                 WorkCompletion.statusName(status));
         refusing = true;
+        if (status == WorkCompletion.REM_ACCESS_ERR && !qp.registrations.everIssued(f.rkey)) {
+            // A stale key (an honest race with a close, a lease that ran out) is no offence; a key
+            // this device never issued was guessed.
+            qp.offended(what + " with key 0x" + Integer.toHexString(f.rkey) + ", which was never issued");
+        }
         synchronized (qp.txLock) {
             acks.beforeNak(f.seq);
             qp.frameHeader(NAK, 0, status, 0, f.seq, 0, 0, 0, 0, 0);

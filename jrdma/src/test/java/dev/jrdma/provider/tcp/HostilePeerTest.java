@@ -54,7 +54,7 @@ class HostilePeerTest {
      * good, while a loaded machine's scheduling and GC pauses hold it for tens of milliseconds (27 ms
      * seen with a VM running beside the tests), far from this.
      */
-    private static final long STARVED_MS = 2_000;
+    static final long STARVED_MS = 2_000;
 
     /** 0.1: the server allocated the 2 GiB a parked SEND declared (1.8 GiB RSS in 0.9 s, then OOM). */
     @ParameterizedTest
@@ -246,7 +246,7 @@ class HostilePeerTest {
             try (RawPeer p = RawPeer.connect(target.address)) {
                 java.util.Random random = new java.util.Random(17);
                 int refused = 0;
-                for (int i = 0; i <= TcpQueuePair.MAX_UNKNOWN_KEY_MAP_REQUESTS; i++) {
+                for (int i = 0; i <= TcpQueuePair.MAX_UNGRANTED_KEY_MAP_REQUESTS; i++) {
                     p.writeFully(p.frame(TcpFrameDescriptor.MAP_REQUEST, 0, 0, 0, 0, random.nextInt(), 0, 0, 0), 5_000);
                 }
                 for (ByteBuffer answer; (answer = p.awaitFrame(TcpFrameDescriptor.MAP_RESPONSE, 5_000)) != null; ) {
@@ -254,7 +254,7 @@ class HostilePeerTest {
                     assertEquals(0, answer.getLong(16), "no address is given for a key that names nothing");
                     refused++;
                 }
-                assertEquals(TcpQueuePair.MAX_UNKNOWN_KEY_MAP_REQUESTS, refused,
+                assertEquals(TcpQueuePair.MAX_UNGRANTED_KEY_MAP_REQUESTS, refused,
                         "answered (status 1) up to the limit, then the connection ended");
             }
             try (RawPeer p = RawPeer.connect(target.address)) {

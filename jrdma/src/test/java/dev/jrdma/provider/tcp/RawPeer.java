@@ -45,6 +45,33 @@ final class RawPeer implements AutoCloseable {
         return new RawPeer(ch);
     }
 
+    /**
+     * Connects from the local address {@code from} (another of 127.0.0.0/8: another source, as the
+     * server counts them) and tries the handshake: the peer, or null when the server refused (its
+     * reason in {@code refusal[0]}).
+     */
+    static RawPeer connectFrom(InetSocketAddress server, java.net.InetAddress from, String[] refusal) throws IOException {
+        SocketChannel ch = SocketChannel.open();
+        ch.bind(new InetSocketAddress(from, 0));
+        ch.connect(server);
+        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        RawPeer p = new RawPeer(ch);
+        QueuePairSpec spec = new QueuePairSpec(64, 64, 1, 1, 0, 16, 16, 7, 6);
+        p.writeFully(ByteBuffer.wrap(TcpHandshake.hello(TcpHandshake.HELLO, spec, new byte[16], new byte[0])), 5_000);
+        byte[] h = p.readFully(TcpHandshake.HEADER_SIZE, 5_000);
+        byte kind = TcpHandshake.checkHeader(h);
+        byte[] body = p.readFully(TcpHandshake.bodyLength(h), 5_000);
+        if (kind != TcpHandshake.ACCEPT) {
+            refusal[0] = body.length > 4 ? new String(body, 4, body.length - 4, java.nio.charset.StandardCharsets.UTF_8)
+                    : "message " + kind;
+            p.close();
+            return null;
+        }
+        p.accepted = TcpHandshake.decodeHello(body);
+        p.sendReadyToUse();
+        return p;
+    }
+
     /** Connects without a handshake. */
     static RawPeer open(InetSocketAddress server) throws IOException {
         SocketChannel ch = SocketChannel.open(server);   // connected while blocking, then non-blocking

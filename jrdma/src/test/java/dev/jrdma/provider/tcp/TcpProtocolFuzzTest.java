@@ -55,7 +55,7 @@ class TcpProtocolFuzzTest {
     void garbageAndLiesEndTheVictimConnectionAndTouchNothingOutsideTheRegion() throws Exception {
         Random random = new Random(SEED);
         try (Arena arena = Arena.ofShared();
-             Rdma server = Rdma.builder().provider("tcp").build();
+             Rdma server = Rdma.builder().provider("tcp").sourcePenalties(false).build();   // attacks on purpose
              Rdma client = Rdma.builder().provider("tcp").build()) {
             // One registered page between two guard pages of a known pattern.
             MemorySegment all = arena.allocate(3L * PAGE, PAGE);
