@@ -65,11 +65,11 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * <p><b>Who may take a rank.</b> A rank is taken by the first connection that claims it and
  * passes the checks below; while that connection is established a second claim of the rank is
  * refused (logged) and does not displace it. With a {@link GroupConfig#secret() secret}, a
- * connection must prove it before it is given a rank: the connector presents an HMAC-SHA256 of the
- * secret (its first 96 bits, bound to the group and the member it connects to) as its auth token, which the listener
- * checks in constant time before any connection exists, and the acceptor answers with one of its
- * own, which the connector checks; a hosted group's rendezvous does the same, so no rank goes to a
- * process without the secret. The proofs are not the secret, but they are the same every time:
+ * connection must prove it before it is given a rank: the connector presents an HMAC-SHA256 keyed
+ * with the secret (its first 96 bits, bound to the group and the member it connects to) as its
+ * auth token, which the listener checks in constant time before any connection exists, and the
+ * acceptor answers with one of its own, which the connector checks; a hosted group's rendezvous
+ * does the same, so no rank goes to a process without the secret. The proofs are not the secret, but they are the same every time:
  * one who sees them on the wire can replay them to the same member (across networks you do not
  * trust, run the group in a VPN or an IPsec/WireGuard tunnel). <b>A group without a secret
  * trusts its network and this host:</b> a rank is given to the first connection that claims it
@@ -84,10 +84,9 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * (default {@value GroupConfig#DEFAULT_INBOX_MESSAGES}) and {@link GroupConfig#inboxBytes()} bytes
  * (default 4 MiB) per member; honest members are at most a collective or two ahead and keep a few.
  * Past the budget, or on a message no member sends (an unknown kind, a descriptor longer than
- * 64 bytes, a second copy of one not yet asked for),
- * the member's connection is failed: what waits for it fails with a {@link CollectiveException}
- * naming it and what it sent, and the connection is closed (a rejoining group waits for the
- * member to join again). Messages kept for a collective that ended here are dropped when the next
+ * 64 bytes, a second copy of one not yet asked for), the member's connection is failed: what
+ * waits for it fails with a {@link CollectiveException} naming it and what it sent, and the
+ * connection is closed (a rejoining group waits for the member to join again). Messages kept for a collective that ended here are dropped when the next
  * one starts.
  *
  * <p>The {@code Rdma} must have an IO thread (not {@code ioThreads(Rdma.INLINE)}): collectives
