@@ -29,11 +29,25 @@ import java.util.concurrent.TimeUnit;
  * connect request private data:  magic "JRR1" (4) | port (2) | address length (1) | address (4 or 16)
  * list message (one send):       magic "JRL1" (4) | rank (4) | size (4) | size x (length (1) | address | port (2))
  * </pre>
+ *
+ * <p>With a {@linkplain GroupConfig#secret() secret}, a member presents {@link GroupProof#rendezvousJoin}
+ * as its auth token (rank 0's listener refuses any other before a connection exists, so no rank
+ * goes to a process without the secret) and takes a list only from a rendezvous whose accept
+ * private data is {@link GroupProof#rendezvousHost}. Without one, ranks go to the first
+ * {@code size - 1} processes that reach the rendezvous, each from the host it says it listens on.
+ *
+ * <p>The list is read as hostile input: the member count is checked against what the bytes
+ * received can hold (an entry is at least {@value #MIN_ENTRY_BYTES} bytes) and against
+ * {@link #MAX_MEMBERS} before anything is allocated for it.
  */
 final class GroupRendezvous {
     static final int HELLO_MAGIC = 0x4A525231, LIST_MAGIC = 0x4A524C31;   // "JRR1", "JRL1"
     /** The rendezvous connection's receive buffer: a list of about 3 000 IPv6 members fits. */
     static final int LIST_BUFFER = 64 << 10;
+    /** The shortest entry of a member list: an IPv4 address (length, 4 bytes, port). */
+    static final int MIN_ENTRY_BYTES = 1 + 4 + 2;
+    /** The most members a list can name: as many IPv4 entries as fill the rendezvous receive buffer. */
+    static final int MAX_MEMBERS = (LIST_BUFFER - 12) / MIN_ENTRY_BYTES;
 
     private GroupRendezvous() {
     }
@@ -49,7 +63,12 @@ final class GroupRendezvous {
         List<Connection> came = new ArrayList<>();
         List<InetSocketAddress> members = new ArrayList<>(List.of(rendezvous));
         CompletableFuture<Void> all = new CompletableFuture<>();
-        ConnectionConfig cc = config.connection().toBuilder().receiveBufferSize(LIST_BUFFER).build();
+        ConnectionConfig.Builder ccb = config.connection().toBuilder().receiveBufferSize(LIST_BUFFER);
+        if (config.hasSecret()) {
+            ccb.authToken(GroupProof.rendezvousJoin(config.secretRef(), rendezvous))
+                    .privateData(GroupProof.rendezvousHost(config.secretRef(), rendezvous));
+        }
+        ConnectionConfig cc = ccb.build();
         RdmaServer server = rdma.listen(rendezvous, cc, c -> {
             synchronized (came) {
                 InetSocketAddress a;
@@ -67,6 +86,15 @@ final class GroupRendezvous {
                 }
                 if (came.size() == size - 1 || members.contains(a)) {
                     c.close();   // one too many, or a second member at the same address
+                    return;
+                }
+                if (!config.hasSecret() && !MemberAddress.mayClaim(c.remoteAddress().getAddress(), a.getAddress())) {
+                    // Without a secret, a member says where it listens only for its own host: the
+                    // group would connect wherever it said.
+                    System.getLogger("dev.jrdma").log(System.Logger.Level.WARNING,
+                            "PeerGroup rendezvous at {0}: refused {1}: it says it listens on {2}, another host",
+                            rendezvous, c.remoteAddress(), a);
+                    c.close();
                     return;
                 }
                 came.add(c);
@@ -102,9 +130,15 @@ final class GroupRendezvous {
 
     /** A member: connects to the rendezvous with {@code listenOn}, waits for the list and its rank, then joins. */
     static CompletableFuture<PeerGroup> join(Rdma rdma, InetSocketAddress rendezvous, InetSocketAddress listenOn, GroupConfig config) {
-        ConnectionConfig cc = config.connection().toBuilder().privateData(hello(listenOn)).receiveBufferSize(LIST_BUFFER).build();
+        ConnectionConfig.Builder ccb = config.connection().toBuilder().privateData(hello(listenOn)).receiveBufferSize(LIST_BUFFER);
+        byte[] hostProof = null;
+        if (config.hasSecret()) {
+            ccb.authToken(GroupProof.rendezvousJoin(config.secretRef(), rendezvous));
+            hostProof = GroupProof.rendezvousHost(config.secretRef(), rendezvous);
+        }
+        ConnectionConfig cc = ccb.build();
         long deadline = System.nanoTime() + config.joinTimeout().toNanos();
-        return connect(rdma, rendezvous, cc, deadline, 0).thenCompose(c -> c.receive()
+        return connect(rdma, rendezvous, cc, hostProof, deadline, 0).thenCompose(c -> c.receive()
                 .orTimeout(config.joinTimeout().toNanos(), TimeUnit.NANOSECONDS)
                 .whenComplete((m, e) -> {
                     if (e != null) {
@@ -119,6 +153,10 @@ final class GroupRendezvous {
                     } finally {
                         c.close();
                     }
+                    if (!members.get(rank[0]).equals(listenOn)) {
+                        throw new CollectiveException(0, "PeerGroup rendezvous: rank 0 gave this member rank " + rank[0]
+                                + ", listed at " + members.get(rank[0]) + ", but it listens on " + listenOn);
+                    }
                     return PeerGroup.joinAsync(rdma, members, rank[0], config);
                 }));
     }
@@ -126,11 +164,19 @@ final class GroupRendezvous {
     /** Connects to a rendezvous that refused, so far, in this process: how tests see a member waiting for rank 0. */
     static final java.util.concurrent.atomic.AtomicLong REFUSED_ATTEMPTS = new java.util.concurrent.atomic.AtomicLong();
 
-    /** Connects, again every so often while nobody listens there yet (rank 0 may start last). */
-    private static CompletableFuture<Connection> connect(Rdma rdma, InetSocketAddress to, ConnectionConfig cc, long deadline, int attempt) {
+    /**
+     * Connects, again every so often while nobody listens there yet (rank 0 may start last), or
+     * while what listens there does not show {@code hostProof} (null: no secret, not asked).
+     */
+    private static CompletableFuture<Connection> connect(Rdma rdma, InetSocketAddress to, ConnectionConfig cc, byte[] hostProof,
+                                                         long deadline, int attempt) {
         return rdma.connectAsync(to, cc).handle((c, e) -> {
-            if (e == null) {
+            if (e == null && (hostProof == null || GroupProof.holds(c.peerPrivateData(), 0, hostProof))) {
                 return CompletableFuture.completedFuture(c);
+            }
+            if (e == null) {
+                c.close();
+                e = new CollectiveException(0, "the listener at " + to + " does not prove the group secret");
             }
             REFUSED_ATTEMPTS.incrementAndGet();
             long wait = Math.min(500, 20L << Math.min(attempt, 5));
@@ -139,7 +185,7 @@ final class GroupRendezvous {
                         + " (rank 0) before the join time-out: " + e.getMessage(), e));
             }
             return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(wait, TimeUnit.MILLISECONDS))
-                    .thenCompose(x -> connect(rdma, to, cc, deadline, attempt + 1));
+                    .thenCompose(x -> connect(rdma, to, cc, hostProof, deadline, attempt + 1));
         }).thenCompose(f -> f);
     }
 
@@ -177,21 +223,40 @@ final class GroupRendezvous {
         }
         rank[0] = b.getInt();
         int n = b.getInt();
-        if (n < 2 || rank[0] < 1 || rank[0] >= n) {
-            throw new CollectiveException(0, "PeerGroup rendezvous: a member list of " + n + " with rank " + rank[0]);
+        // Checked before anything is allocated for n: the bytes received must be able to hold it.
+        int room = b.remaining() / MIN_ENTRY_BYTES;
+        if (n < 2 || n > MAX_MEMBERS || n > room) {
+            throw new CollectiveException(0, "PeerGroup rendezvous: rank 0's member list claims size " + n + "; its "
+                    + d.length + " bytes hold at most " + room
+                    + " members, and a list names 2 to " + MAX_MEMBERS);
+        }
+        if (rank[0] < 1 || rank[0] >= n) {
+            throw new CollectiveException(0, "PeerGroup rendezvous: rank 0's member list gives this member rank " + rank[0]
+                    + ", not one of 1.." + (n - 1));
         }
         List<InetSocketAddress> members = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            InetAddress ip = address(b);
-            members.add(new InetSocketAddress(ip, Short.toUnsignedInt(b.getShort())));
+            try {
+                InetAddress ip = address(b);
+                if (b.remaining() < 2) {
+                    throw new IllegalArgumentException("no port after the address");
+                }
+                members.add(new InetSocketAddress(ip, Short.toUnsignedInt(b.getShort())));
+            } catch (IllegalArgumentException e) {
+                throw new CollectiveException(0, "PeerGroup rendezvous: entry " + i + " of rank 0's member list of " + n
+                        + " (at byte " + b.position() + " of " + d.length + "): " + e.getMessage(), e);
+            }
         }
         return members;
     }
 
     private static InetAddress address(ByteBuffer b) {
+        if (!b.hasRemaining()) {
+            throw new IllegalArgumentException("no address length byte");
+        }
         int len = Byte.toUnsignedInt(b.get());
         if (len != 4 && len != 16 || b.remaining() < len) {
-            throw new IllegalArgumentException("an address of " + len + " bytes");
+            throw new IllegalArgumentException("an address of " + len + " bytes (" + b.remaining() + " left)");
         }
         byte[] ip = new byte[len];
         b.get(ip);

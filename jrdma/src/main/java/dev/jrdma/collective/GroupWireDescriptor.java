@@ -76,6 +76,25 @@ final class GroupWireDescriptor {
         return rank;
     }
 
+    /** The longest READY payload: a region descriptor (32 or 40 bytes today), with room to grow. */
+    static final int MAX_DESCRIPTOR_BYTES = 64;
+
+    /**
+     * {@return null when a message of {@code kind} may carry {@code bytes} of payload, else what is
+     * wrong} READY and READY2 carry a region descriptor, SYNC a count (8 bytes), the others nothing
+     * the group reads (a control message carries one byte, a data arrival none); an unknown kind is
+     * not a group message.
+     */
+    static String checkPayload(int kind, int bytes) {
+        return switch (kind) {
+            case READY, READY2 -> bytes <= MAX_DESCRIPTOR_BYTES ? null
+                    : "a " + kindName(kind) + " of " + bytes + " bytes (a region descriptor is at most " + MAX_DESCRIPTOR_BYTES + ")";
+            case SYNC -> bytes == Long.BYTES ? null : "a SYNC of " + bytes + " bytes (it is " + Long.BYTES + ")";
+            case DATA, DATA2, BARRIER -> null;
+            default -> "a message of kind " + kind + ", which is not a PeerGroup message";
+        };
+    }
+
     static int imm(int kind, int seq) {
         return kind << 24 | (seq & SEQ_MASK);
     }

@@ -62,6 +62,33 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * within the rejoin time-out does. (A member of a {@linkplain #hostAsync hosted} group rejoins the
  * same way, with the member list and rank it was given: {@link #members()} and {@link #rank()}.)
  *
+ * <p><b>Who may take a rank.</b> A rank is taken by the first connection that claims it and
+ * passes the checks below; while that connection is established a second claim of the rank is
+ * refused (logged) and does not displace it. With a {@link GroupConfig#secret() secret}, a
+ * connection must prove it before it is given a rank: the connector presents an HMAC-SHA256 keyed
+ * with the secret (its first 96 bits, bound to the group and the member it connects to) as its
+ * auth token, which the listener checks in constant time before any connection exists, and the
+ * acceptor answers with one of its own, which the connector checks; a hosted group's rendezvous
+ * does the same, so no rank goes to a process without the secret. The proofs are not the secret, but they are the same every time:
+ * one who sees them on the wire can replay them to the same member (across networks you do not
+ * trust, run the group in a VPN or an IPsec/WireGuard tunnel). <b>A group without a secret
+ * trusts its network and this host:</b> a rank is given to the first connection that claims it
+ * from that member's host as the member list names it (its address; for a member listed at an
+ * address of this host, any address of this host), so any process on a member's host, or one
+ * that can send from its address, can take that member's rank before the member does (the member
+ * then fails to join), and a hosted group gives its ranks to the first processes that reach the
+ * rendezvous. A member of a group with a secret may connect from any address (multi-homed hosts).
+ *
+ * <p><b>Budgets.</b> A message a member sends before this member asks for it (it started the
+ * collective first) is kept until asked for, up to {@link GroupConfig#inboxMessages()} messages
+ * (default {@value GroupConfig#DEFAULT_INBOX_MESSAGES}) and {@link GroupConfig#inboxBytes()} bytes
+ * (default 4 MiB) per member; honest members are at most a collective or two ahead and keep a few.
+ * Past the budget, or on a message no member sends (an unknown kind, a descriptor longer than
+ * 64 bytes, a second copy of one not yet asked for), the member's connection is failed: what
+ * waits for it fails with a {@link CollectiveException} naming it and what it sent, and the
+ * connection is closed (a rejoining group waits for the member to join again). Messages kept for a collective that ended here are dropped when the next
+ * one starts.
+ *
  * <p>The {@code Rdma} must have an IO thread (not {@code ioThreads(Rdma.INLINE)}): collectives
  * proceed in completion callbacks while the caller waits. Several members may share one
  * {@code Rdma} (each listens on its own address).
@@ -87,8 +114,10 @@ public final class PeerGroup implements AutoCloseable {
     private long collectives;
     /** The number of the last collective this member started (or failed at once); what SYNC tells a member. */
     private volatile long started;
-    /** The connections' config with the group's hello, for the connects of forming and of rejoins. */
+    /** The connections' config with the group's hello, for the connects of forming and of rejoins (see {@link #connectConfig}). */
     private ConnectionConfig mine;
+    /** Whether a message without immediate value was logged already (one line, not one per message of a flood). */
+    private volatile boolean toldNoImm;
     /** Ranks whose connection was lost once: their next registration is a rejoin. */
     private final boolean[] lostOnce;
     /** Per rank, how often it was lost: a rejoin deadline is about one loss, not a later one. */
@@ -111,7 +140,7 @@ public final class PeerGroup implements AutoCloseable {
         this.losses = new int[size];
         this.lastAnswer = new java.util.concurrent.atomic.AtomicReferenceArray<>(size);
         for (int i = 0; i < size; i++) {
-            inbox.set(i, new PeerInbox());
+            inbox.set(i, newInbox());
             joined.add(new CompletableFuture<>());
         }
         joined.get(rank).complete(null);
@@ -263,14 +292,14 @@ public final class PeerGroup implements AutoCloseable {
                 .privateData(GroupWireDescriptor.hello(groupId, rank, size)).build();
         try {
             if (rank < size - 1) {
-                server = rdma.listen(members.get(rank), mine, this::accepted);
+                server = rdma.listen(members.get(rank), listenConfig(), this::accepted);
             }
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(new CollectiveException(rank, "PeerGroup: rank " + rank + " cannot listen on "
                     + members.get(rank) + ": " + e.getMessage(), e));
         }
         for (int j = 0; j < rank; j++) {
-            connect(j, mine, deadline, 0);
+            connect(j, deadline, 0);
         }
         CompletableFuture<PeerGroup> done = new CompletableFuture<>();
         CompletableFuture.allOf(joined.toArray(CompletableFuture[]::new))
@@ -334,14 +363,35 @@ public final class PeerGroup implements AutoCloseable {
                 new RdmaTimeoutException("join timed out"));
     }
 
+    /**
+     * This member's listener: its hello and, with a secret, the proof that it is this rank's member
+     * after it; the connect proof meant for this rank is what it expects as the auth token.
+     */
+    private ConnectionConfig listenConfig() {
+        if (!config.hasSecret()) {
+            return mine;
+        }
+        byte[] hello = GroupWireDescriptor.hello(groupId, rank, size);
+        byte[] accept = GroupProof.meshAccept(config.secretRef(), groupId, size, rank);
+        byte[] d = java.util.Arrays.copyOf(hello, hello.length + accept.length);
+        System.arraycopy(accept, 0, d, hello.length, accept.length);
+        return mine.toBuilder().privateData(d).authToken(GroupProof.meshConnect(config.secretRef(), groupId, size, rank)).build();
+    }
+
+    /** The config to connect to lower rank {@code j} with: the hello, and with a secret the proof for {@code j}. */
+    private ConnectionConfig connectConfig(int j) {
+        return config.hasSecret() ? mine.toBuilder().authToken(GroupProof.meshConnect(config.secretRef(), groupId, size, j)).build()
+                : mine;
+    }
+
     /** Connects to lower rank {@code j}, again every so often while it does not listen yet. */
-    private void connect(int j, ConnectionConfig mine, long deadline, int attempt) {
+    private void connect(int j, long deadline, int attempt) {
         if (closed || peers.get(j) != null) {
             return;
         }
         CompletableFuture<Connection> f;
         try {
-            f = rdma.connectAsync(members.get(j), mine);
+            f = rdma.connectAsync(members.get(j), connectConfig(j));
         } catch (RuntimeException e) {
             joined.get(j).completeExceptionally(new CollectiveException(j, "PeerGroup: cannot connect to rank " + j
                     + " at " + members.get(j) + ": " + e.getMessage(), e));
@@ -359,6 +409,11 @@ public final class PeerGroup implements AutoCloseable {
                 int said = -1;
                 try {
                     said = GroupWireDescriptor.helloRank(c.peerPrivateData(), groupId, size);
+                    if (config.hasSecret() && !GroupProof.holds(c.peerPrivateData(), GroupWireDescriptor.HELLO_BYTES,
+                            GroupProof.meshAccept(config.secretRef(), groupId, size, j))) {
+                        said = -1;
+                        throw new IllegalArgumentException("the listener there does not prove the group secret for rank " + j);
+                    }
                 } catch (IllegalArgumentException bad) {
                     // Something else listens there, e.g. rank 0's rendezvous not yet closed
                     // (PeerGroup.host): not the member yet, try again.
@@ -382,7 +437,7 @@ public final class PeerGroup implements AutoCloseable {
             long wait = Math.min(500, 20L << Math.min(attempt, 5));
             if (System.nanoTime() + wait * 1_000_000 < deadline && !closed) {
                 CompletableFuture.delayedExecutor(wait, TimeUnit.MILLISECONDS)
-                        .execute(() -> connect(j, mine, deadline, attempt + 1));
+                        .execute(() -> connect(j, deadline, attempt + 1));
             }
         });
     }
@@ -404,7 +459,20 @@ public final class PeerGroup implements AutoCloseable {
             c.close();
             return;
         }
+        if (!config.hasSecret() && !MemberAddress.mayClaim(c.remoteAddress().getAddress(), members.get(from).getAddress())) {
+            // Without a secret the member list is all there is to go by: rank r is its member's host's.
+            LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: refused a connection from {1} as rank {2}: the member"
+                    + " list has rank {2} at {3} (a group without a secret takes a rank only from its member''s host)", rank,
+                    c.remoteAddress(), from, members.get(from));
+            c.close();
+            return;
+        }
         register(from, c);
+    }
+
+    /** A fresh inbox for one member, within the config's budget. */
+    private PeerInbox newInbox() {
+        return new PeerInbox(config.inboxMessages(), config.inboxBytes());
     }
 
     /** The one way a connection becomes member {@code r}'s: a second one for the same rank, or one for a closed group, is closed. */
@@ -415,16 +483,21 @@ public final class PeerGroup implements AutoCloseable {
         boolean rejoin;
         synchronized (joined) {
             if (closed || peers.get(r) != null) {
+                if (!closed) {
+                    // A live member keeps its rank: a second claim does not displace it.
+                    LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: refused a second connection as rank {1} from {2}:"
+                            + " rank {1} is connected (from {3})", rank, r, c.remoteAddress(), peers.get(r).remoteAddress());
+                }
                 c.close();
                 return;
             }
             rejoin = lostOnce[r];
             if (rejoin) {
-                inbox.set(r, new PeerInbox());   // the lost one failed every wait; the member starts afresh
+                inbox.set(r, newInbox());   // the lost one failed every wait; the member starts afresh
             }
             peers.set(r, c);
         }
-        c.onReceive((conn, m) -> arrived(r, m));
+        c.onReceive((conn, m) -> arrived(r, conn, m));
         c.onDisconnect(conn -> lost(r, conn));
         // First on every connection: how many collectives this member started (read before the
         // mesh is whole again, which may start the next one).
@@ -440,18 +513,48 @@ public final class PeerGroup implements AutoCloseable {
         }
     }
 
-    /** On the IO thread: a control message or a data arrival from member {@code r}. */
-    private void arrived(int r, Message m) {
+    /** On the IO thread: a control message or a data arrival from member {@code r}, checked before anything is kept. */
+    private void arrived(int r, Connection c, Message m) {
         var imm = m.imm();
         if (imm.isEmpty()) {
-            LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: dropped a message without immediate value from rank {1}",
-                    rank, r);
+            if (!toldNoImm) {
+                toldNoImm = true;
+                LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: dropped a message without immediate value from rank {1}"
+                        + " (and will drop more without saying so)", rank, r);
+            }
             return;
         }
         int kind = GroupWireDescriptor.kind(imm.getAsInt());
-        byte[] payload = kind == READY || kind == READY2 || kind == SYNC
-                ? m.data().asSlice(0, m.byteCount()).toArray(ValueLayout.JAVA_BYTE) : null;
-        inbox.get(r).deliver(imm.getAsInt(), payload);
+        String bad = GroupWireDescriptor.checkPayload(kind, m.byteCount());
+        if (bad == null) {
+            byte[] payload = kind == READY || kind == READY2 || kind == SYNC
+                    ? m.data().asSlice(0, m.byteCount()).toArray(ValueLayout.JAVA_BYTE) : null;
+            bad = inbox.get(r).deliver(imm.getAsInt(), payload);
+        }
+        if (bad != null) {
+            refuse(r, c, bad);
+        }
+    }
+
+    /**
+     * Member {@code r}'s connection sent what no honest member sends, or more than the inbox
+     * holds: its waits fail naming it and why, and the connection is closed (as a lost member's:
+     * a rejoining group waits for it to join again).
+     */
+    private void refuse(int r, Connection c, String why) {
+        boolean first = false;
+        if (peers.get(r) == c) {
+            CollectiveException e = new CollectiveException(r, "rank " + r + " (" + members.get(r) + ") sent " + why
+                    + "; its connection is closed");
+            first = inbox.get(r).lose(e);   // once: what else it sent in the same burst is not logged again
+            if (first) {
+                LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: {1}", rank, e.getMessage());
+            }
+        }
+        c.closeAsync();
+        if (first) {
+            lost(r, c);   // away now (a rejoining group), not when, or if, the close is told
+        }
     }
 
     private void lost(int r, Connection c) {
@@ -480,7 +583,7 @@ public final class PeerGroup implements AutoCloseable {
         LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: lost rank {1} ({2}); waiting up to {3} ms for it to join again",
                 rank, r, members.get(r), config.rejoinTimeout().toMillis());
         if (r < rank) {
-            connect(r, mine, deadline, 0);   // the lower rank listens again once it is back
+            connect(r, deadline, 0);   // the lower rank listens again once it is back
         }
         CompletableFuture.delayedExecutor(config.rejoinTimeout().toNanos(), TimeUnit.NANOSECONDS).execute(() -> {
             CollectiveException never;
@@ -994,6 +1097,9 @@ public final class PeerGroup implements AutoCloseable {
                     + ": the group is " + (closed ? "closed" : "broken since " + b.getMessage() + "; close it"), b));
         }
         CollectiveRun run = new CollectiveRun(name, number, config.collectiveTimeout());
+        for (int i = 0; i < size; i++) {
+            inbox.get(i).forgetBefore(run.seq);   // what earlier collectives left is never asked for: out of the budget
+        }
         running = run;
         try {
             run.finishWith(body.apply(run));
