@@ -645,11 +645,6 @@ final class VerbsDatagramQueuePair implements DatagramQueuePair, VerbsConnection
             }
         }
 
-        /** {@return whether its handle is destroyed} */
-        boolean isDestroyed() {
-            return destroyed;
-        }
-
         @Override
         public InetSocketAddress address() {
             return address;
