@@ -114,6 +114,7 @@ class DatagramTcpTest extends DatagramConformance {
             java.util.List<java.lang.ref.WeakReference<Object>> peers = java.util.Collections.synchronizedList(
                     new java.util.ArrayList<>());
             java.util.concurrent.atomic.AtomicInteger refused = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicInteger handled = new java.util.concurrent.atomic.AtomicInteger();
             java.util.concurrent.atomic.AtomicReference<Throwable> firstRefusal = new java.util.concurrent.atomic.AtomicReference<>();
             e.onReceive(d -> {
                 try (d) {
@@ -126,6 +127,8 @@ class DatagramTcpTest extends DatagramConformance {
                 } catch (RuntimeException x) {
                     refused.incrementAndGet();
                     firstRefusal.compareAndSet(null, x);
+                } finally {
+                    handled.incrementAndGet();
                 }
             });
             java.util.Set<Integer> used = new java.util.HashSet<>();
@@ -149,6 +152,10 @@ class DatagramTcpTest extends DatagramConformance {
                 }
             }
             long floodMs = (System.nanoTime() - start) / 1_000_000;
+            long quiet = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (handled.get() < used.size() && System.nanoTime() < quiet) {
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);   // the last ones still in the handler
+            }
             int senders = seen.size();
             assertEquals(0, refused.get(), "sender() failed for " + refused.get() + " datagrams: " + firstRefusal.get());
             assertTrue(senders >= want, senders + " distinct senders reached the endpoint (of " + used.size() + " sent)");
