@@ -39,11 +39,12 @@ public final class Datagram implements AutoCloseable {
     /**
      * {@return the sender, as an address this datagram's endpoint can answer} On verbs it is made
      * from the datagram's GRH (the sender's IP address) and its completion (the sender's QP), once
-     * per sender: an address handle kept until the endpoint closes.
+     * per sender while the endpoint's sender table keeps it: an address handle. The table keeps
+     * the {@link DatagramEndpoint#maxSenders()} most recently seen senders, so this never fails
+     * because many others came before; an address whose entry was evicted still answers its
+     * sender (see {@link DatagramAddress}).
      *
-     * @throws dev.jrdma.exceptions.RdmaException when the endpoint already holds its most sender
-     *         addresses ({@link DatagramEndpoint#MAX_PEERS}): a flood of senders costs a bounded
-     *         number of address handles
+     * @throws dev.jrdma.exceptions.ConnectionClosedException when the endpoint is closed
      */
     public synchronized DatagramAddress sender() {
         checkOpen("sender");

@@ -9,11 +9,17 @@ import java.net.InetSocketAddress;
  * {@link DatagramEndpoint#resolve}, the sender of a received {@link Datagram}, or a multicast
  * group joined with {@link DatagramEndpoint#join}. It belongs to the endpoint that made it (on
  * verbs it is an address handle of that endpoint's device) and is valid until that endpoint
- * closes. Two addresses of one endpoint for the same peer are equal.
+ * closes. Two addresses of one endpoint for the same peer (address, QP number, group or not)
+ * are equal.
+ *
+ * <p>A sender's address stays valid when the endpoint's sender table evicts it (see
+ * {@link DatagramEndpoint}): it carries the peer's address itself, and the next send to it puts
+ * it back in the table (on verbs with a new address handle). Eviction never breaks a reply.
  */
 public final class DatagramAddress {
     private final DatagramEndpoint endpoint;
-    final DatagramPeer peer;
+    /** The provider's peer; a send replaces an evicted sender's with the one made again (under the endpoint's send lock). */
+    volatile DatagramPeer peer;
 
     DatagramAddress(DatagramEndpoint endpoint, DatagramPeer peer) {
         this.endpoint = endpoint;
@@ -47,12 +53,18 @@ public final class DatagramAddress {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof DatagramAddress d && d.endpoint == endpoint && d.peer == peer;
+        if (!(o instanceof DatagramAddress d) || d.endpoint != endpoint) {
+            return false;
+        }
+        DatagramPeer mine = peer, theirs = d.peer;
+        return mine == theirs || mine.queuePairNumber() == theirs.queuePairNumber() && mine.group() == theirs.group()
+                && mine.address().equals(theirs.address());
     }
 
     @Override
     public int hashCode() {
-        return System.identityHashCode(peer);
+        DatagramPeer p = peer;
+        return (p.address().hashCode() * 31 + p.queuePairNumber()) * 2 + (p.group() ? 1 : 0);
     }
 
     @Override

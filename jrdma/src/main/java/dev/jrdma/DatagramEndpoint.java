@@ -51,12 +51,27 @@ import java.util.function.Consumer;
  * interface with the MULTICAST flag; Linux's {@code lo} has none by default, and joining there
  * throws {@link dev.jrdma.exceptions.UnsupportedCapabilityException} saying so.
  *
+ * <p><b>Senders.</b> {@link Datagram#sender()} is answered from a table of the senders this
+ * endpoint has heard from, at most {@link #maxSenders()} of them ({@link #DEFAULT_MAX_SENDERS}
+ * unless {@link Rdma#datagramEndpoint(InetSocketAddress, int, int, int)} set it): a new sender
+ * when the table is full evicts the least recently seen one, so a flood from many addresses costs
+ * that many entries (on verbs, address handles) and never keeps a new sender from being
+ * answered. An evicted sender's {@link DatagramAddress} stays good to send to: it names its peer
+ * (address and, on verbs, QP number), and a send to it makes its entry again (on verbs a new
+ * address handle; the old one is destroyed once no send to it is in flight, never under one).
+ *
  * <p>Threads: sends, receives, resolves and joins may be made from any thread. A
  * {@link #onReceive} handler runs on the endpoint's IO thread, as a connection's do.
  */
 public final class DatagramEndpoint implements AutoCloseable {
-    /** The most sender addresses ({@link Datagram#sender()}) one endpoint keeps. */
-    public static final int MAX_PEERS = 4096;
+    /**
+     * The senders ({@link Datagram#sender()}) an endpoint keeps in its table unless it was made with
+     * another bound: a server answering a few thousand clients at once keeps each, and a flood of
+     * more costs at most this many entries.
+     */
+    public static final int DEFAULT_MAX_SENDERS = 4096;
+    /** The largest sender table an endpoint may be given (verbs keeps an address handle per entry). */
+    public static final int MAX_SENDERS_LIMIT = 65536;
     private static final System.Logger LOG = System.getLogger("dev.jrdma");
 
     private final Rdma rdma;
@@ -70,6 +85,7 @@ public final class DatagramEndpoint implements AutoCloseable {
     private final int slot;
     private final int header;
     private final Duration resolveTimeout;
+    private final int maxSenders;
     private final IoThread.Source source;
     private final Object recvLock = new Object();
     private final Object sendLock = new Object();
@@ -94,8 +110,11 @@ public final class DatagramEndpoint implements AutoCloseable {
     private volatile boolean closed;
 
     @SuppressWarnings("unchecked")
-    DatagramEndpoint(Rdma rdma, IoThread io, DatagramQueuePair qp, int bufferCount, Duration resolveTimeout) {
+    DatagramEndpoint(Rdma rdma, IoThread io, DatagramQueuePair qp, int bufferCount, Duration resolveTimeout,
+                     int maxSenders) {
+        checkMaxSenders(maxSenders);
         this.rdma = rdma;
+        this.maxSenders = maxSenders;
         this.io = io;
         this.qp = qp;
         this.bufferCount = bufferCount;
@@ -175,6 +194,32 @@ public final class DatagramEndpoint implements AutoCloseable {
     /** {@return its receive buffers (each holds one datagram of up to {@link #maxMessageSize()} bytes)} */
     public int receiveBuffers() {
         return bufferCount;
+    }
+
+    /**
+     * Refuses a sender table bound outside 1 to {@link #MAX_SENDERS_LIMIT}, naming it.
+     *
+     * @param maxSenders the bound to check
+     */
+    static void checkMaxSenders(int maxSenders) {
+        if (maxSenders < 1 || maxSenders > MAX_SENDERS_LIMIT) {
+            throw new IllegalArgumentException("maxSenders must be 1 to " + MAX_SENDERS_LIMIT + ", not " + maxSenders);
+        }
+    }
+
+    /** {@return the most senders its table keeps: past them the least recently seen is evicted} */
+    public int maxSenders() {
+        return maxSenders;
+    }
+
+    /** {@return the senders its table keeps now, at most {@link #maxSenders()}} */
+    public int senders() {
+        return qp.senders();
+    }
+
+    /** {@return the senders evicted from its table to make room for new ones, in its life} */
+    public long sendersEvicted() {
+        return qp.sendersEvicted();
     }
 
     /** {@return datagrams sent (their sends completed successfully)} */
@@ -456,7 +501,7 @@ public final class DatagramEndpoint implements AutoCloseable {
             sends[s] = completion;
             sendAttachments[s] = attachment;
             sendRegions[s] = data;
-            rc = closed ? Errno.EINVAL : qp.postSend(s, data.address() + offset, length, data.lkey(), to.peer);
+            rc = closed ? Errno.EINVAL : postTo(to, s, data.address() + offset, length, data.lkey());
             if (rc != 0) {
                 sends[s] = null;
                 sendAttachments[s] = null;
@@ -471,6 +516,24 @@ public final class DatagramEndpoint implements AutoCloseable {
                     + Errno.name(rc) + (rc == Errno.EINVAL ? " (a region of another Rdma, or a group left already)" : ""));
         }
         return null;
+    }
+
+    /**
+     * Posts slot {@code s} to {@code to}'s peer; a sender evicted meanwhile whose provider freed
+     * what it held is made again, once, and {@code to} names the new peer from then on. Under sendLock.
+     */
+    private int postTo(DatagramAddress to, int s, long address, int length, int lkey) {
+        DatagramPeer peer = to.peer;
+        int rc = qp.postSend(s, address, length, lkey, peer);
+        if (rc != DatagramQueuePair.ESTALE) {
+            return rc;
+        }
+        DatagramPeer again = qp.renew(peer, maxSenders);
+        if (again == null) {
+            return Errno.EINVAL;   // closed meanwhile
+        }
+        to.peer = again;
+        return qp.postSend(s, address, length, lkey, again);
     }
 
     private void checkMine(DatagramAddress to, String what) {
@@ -660,10 +723,12 @@ public final class DatagramEndpoint implements AutoCloseable {
         if (closed) {
             throw new ConnectionClosedException("datagram endpoint " + localAddress() + " is closed");
         }
-        DatagramPeer p = qp.sourceOf(header, sourceQp, MAX_PEERS);
+        DatagramPeer p = qp.sourceOf(header, sourceQp, maxSenders);
         if (p == null) {
-            throw new RdmaException("the sender of a datagram to " + localAddress() + " is one more than the "
-                    + MAX_PEERS + " sender addresses an endpoint keeps");
+            if (closed) {
+                throw new ConnectionClosedException("datagram endpoint " + localAddress() + " is closed");
+            }
+            throw new RdmaException("the sender of a datagram to " + localAddress() + " is not readable from its header");
         }
         return new DatagramAddress(this, p);
     }

@@ -668,7 +668,23 @@ public final class Rdma implements AutoCloseable {
      * @return the endpoint
      */
     public DatagramEndpoint datagramEndpoint(InetSocketAddress bind, int receiveBuffers, int sendDepth) {
+        return datagramEndpoint(bind, receiveBuffers, sendDepth, DatagramEndpoint.DEFAULT_MAX_SENDERS);
+    }
+
+    /**
+     * {@link #datagramEndpoint(InetSocketAddress, int, int)} whose sender table keeps at most
+     * {@code maxSenders} senders (default {@value DatagramEndpoint#DEFAULT_MAX_SENDERS}), the least
+     * recently seen evicted for a new one.
+     *
+     * @param bind           the address to bind
+     * @param receiveBuffers 1 to 65536
+     * @param sendDepth      1 to 4096
+     * @param maxSenders     1 to {@value DatagramEndpoint#MAX_SENDERS_LIMIT}
+     * @return the endpoint
+     */
+    public DatagramEndpoint datagramEndpoint(InetSocketAddress bind, int receiveBuffers, int sendDepth, int maxSenders) {
         checkOpen();
+        DatagramEndpoint.checkMaxSenders(maxSenders);
         if (bind == null || bind.isUnresolved()) {
             throw new IllegalArgumentException("datagramEndpoint needs a resolved address to bind, not " + bind);
         }
@@ -691,7 +707,7 @@ public final class Rdma implements AutoCloseable {
         DatagramQueuePair qp = await(opened, CONTROL_TIMEOUT);
         DatagramEndpoint e;
         try {
-            e = new DatagramEndpoint(this, t, qp, receiveBuffers, CONTROL_TIMEOUT.dividedBy(3));
+            e = new DatagramEndpoint(this, t, qp, receiveBuffers, CONTROL_TIMEOUT.dividedBy(3), maxSenders);
         } catch (RuntimeException x) {
             io[0].execute(qp::close);
             throw x;

@@ -10,13 +10,34 @@ import java.util.concurrent.ThreadLocalRandom;
  * {@code first × 2^(n-1)}, at most {@code max}, less a random part of up to {@code jitter} of it
  * (so that many clients of a restarted server do not all come back in the same instant).
  * Attempts stop at {@link #maxAttempts} or once {@link #giveUpAfter} has passed since the
- * failure, whichever comes first; a successful reconnect starts the count again.
+ * failure, whichever comes first.
+ *
+ * <p><b>Only a healthy connection starts the count again.</b> A reconnected connection is on
+ * probation until it has stayed up {@link #healthyAfter} (default {@value #DEFAULT_HEALTHY_AFTER_SECONDS}
+ * s): if it fails sooner, the round goes on where it was (the next attempt is the one after, the
+ * time since the first failure still counts, the backoff keeps growing), so a server that accepts
+ * every connection and drops it at once meets the policy's limits as a server that refuses them
+ * does. Only time counts, not traffic: a hostile server answers an operation as cheaply as it
+ * completes a handshake. The connection the application made itself is not on probation: its
+ * first failure always starts a round. A round that gives up after such connections tells
+ * {@link ConnectionListener#gaveUp} a {@link dev.jrdma.exceptions.ConnectionClosedException}
+ * that says how many attempts connected and were dropped, with the last failure as its cause.
  *
  * <p>Immutable: the {@code with…} methods return a new policy.
  */
 public final class ReconnectPolicy {
     /** Never reconnect: a failed connection stays failed (the default). */
-    public static final ReconnectPolicy NEVER = new ReconnectPolicy(Duration.ZERO, Duration.ZERO, 0, Duration.ZERO, 0);
+    public static final ReconnectPolicy NEVER = new ReconnectPolicy(Duration.ZERO, Duration.ZERO, 0, Duration.ZERO, 0,
+            Duration.ZERO);
+    /**
+     * The default {@link #healthyAfter}, in seconds: as long as a client's handshake may take
+     * ({@code Rdma.Builder.handshakeTimeout}'s default), longer than a server that crashes soon
+     * after each start usually lives, and short enough that a connection that worked for that
+     * long earns a fresh budget. A server holding every connection just that long and dropping it
+     * still costs a client at most one reconnect per 5 s.
+     */
+    public static final long DEFAULT_HEALTHY_AFTER_SECONDS = 5;
+    private static final Duration DEFAULT_HEALTHY_AFTER = Duration.ofSeconds(DEFAULT_HEALTHY_AFTER_SECONDS);
     /** "No limit" as a Duration that still converts to nanoseconds. */
     private static final Duration FOREVER = Duration.ofNanos(Long.MAX_VALUE);
 
@@ -25,18 +46,22 @@ public final class ReconnectPolicy {
     private final int maxAttempts;
     private final Duration giveUpAfter;
     private final double jitter;
+    private final Duration healthyAfter;
 
-    private ReconnectPolicy(Duration first, Duration max, int maxAttempts, Duration giveUpAfter, double jitter) {
+    private ReconnectPolicy(Duration first, Duration max, int maxAttempts, Duration giveUpAfter, double jitter,
+                            Duration healthyAfter) {
         this.first = first;
         this.max = max;
         this.maxAttempts = maxAttempts;
         this.giveUpAfter = giveUpAfter;
         this.jitter = jitter;
+        this.healthyAfter = healthyAfter;
     }
 
     /**
      * Exponential backoff from {@code first} up to {@code max} between attempts, with no limit on
-     * attempts or time until one is set, and a jitter of 0.2.
+     * attempts or time until one is set, a jitter of 0.2, and a reconnected connection healthy after
+     * {@value #DEFAULT_HEALTHY_AFTER_SECONDS} s up.
      *
      * @param first the wait before the first attempt (zero or more)
      * @param max the longest wait between attempts (at least {@code first})
@@ -50,11 +75,12 @@ public final class ReconnectPolicy {
             throw new IllegalArgumentException("reconnect backoff: first (" + first + ") must be >= 0 and max ("
                     + max + ") >= first");
         }
-        return new ReconnectPolicy(first, max, Integer.MAX_VALUE, FOREVER, 0.2);
+        return new ReconnectPolicy(first, max, Integer.MAX_VALUE, FOREVER, 0.2, DEFAULT_HEALTHY_AFTER);
     }
 
     /**
-     * At most {@code n} attempts after a failure (n >= 1).
+     * At most {@code n} attempts after a failure (n >= 1); an attempt whose connection fails before
+     * it is healthy ({@link #healthyAfter}) is one of them.
      *
      * @param n attempts, at least 1
      * @return the new policy
@@ -64,7 +90,7 @@ public final class ReconnectPolicy {
         if (n < 1) {
             throw new IllegalArgumentException("reconnect maxAttempts must be >= 1, not " + n);
         }
-        return new ReconnectPolicy(first, max, n, giveUpAfter, jitter);
+        return new ReconnectPolicy(first, max, n, giveUpAfter, jitter, healthyAfter);
     }
 
     /**
@@ -76,10 +102,11 @@ public final class ReconnectPolicy {
     public ReconnectPolicy withGiveUpAfter(Duration total) {
         requireBackoff("withGiveUpAfter");
         Objects.requireNonNull(total, "total");
-        if (total.isNegative() || total.isZero()) {
-            throw new IllegalArgumentException("reconnect giveUpAfter must be > 0, not " + total);
+        if (total.isNegative() || total.isZero() || total.compareTo(FOREVER) > 0) {
+            // past Long.MAX_VALUE ns the attempts' clock could not count it (toNanos would throw)
+            throw new IllegalArgumentException("reconnect giveUpAfter must be > 0 and at most " + FOREVER + ", not " + total);
         }
-        return new ReconnectPolicy(first, max, maxAttempts, total, jitter);
+        return new ReconnectPolicy(first, max, maxAttempts, total, jitter, healthyAfter);
     }
 
     /**
@@ -93,7 +120,27 @@ public final class ReconnectPolicy {
         if (!(part >= 0 && part <= 1)) {
             throw new IllegalArgumentException("reconnect jitter must be in [0, 1], not " + part);
         }
-        return new ReconnectPolicy(first, max, maxAttempts, giveUpAfter, part);
+        return new ReconnectPolicy(first, max, maxAttempts, giveUpAfter, part, healthyAfter);
+    }
+
+    /**
+     * A reconnected connection counts as healthy, and its failure starts the count of attempts
+     * and time again, only once it has stayed up {@code upFor}; one that fails sooner goes on
+     * with the round it ended (see the class comment).
+     *
+     * @param upFor how long a reconnected connection stays up before it is healthy, more than 0
+     *              and at most {@code Long.MAX_VALUE} ns (292 years)
+     * @return the new policy
+     * @throws IllegalArgumentException when {@code upFor} is zero, negative or too long to count in nanoseconds
+     */
+    public ReconnectPolicy withHealthyAfter(Duration upFor) {
+        requireBackoff("withHealthyAfter");
+        Objects.requireNonNull(upFor, "upFor");
+        if (upFor.isNegative() || upFor.isZero() || upFor.compareTo(FOREVER) > 0) {
+            throw new IllegalArgumentException("reconnect healthyAfter must be > 0 and at most " + FOREVER + ", not "
+                    + upFor);
+        }
+        return new ReconnectPolicy(first, max, maxAttempts, giveUpAfter, jitter, upFor);
     }
 
     private void requireBackoff(String what) {
@@ -142,6 +189,15 @@ public final class ReconnectPolicy {
         return jitter;
     }
 
+    /**
+     * {@return how long a reconnected connection must stay up before its failure starts the count
+     * of attempts and time again ({@value #DEFAULT_HEALTHY_AFTER_SECONDS} s unless {@link
+     * #withHealthyAfter} set it; zero for {@link #NEVER})}
+     */
+    public Duration healthyAfter() {
+        return healthyAfter;
+    }
+
     /** The delay before attempt {@code attempt} (from 1), in nanoseconds, jitter applied. */
     long delayNanos(int attempt) {
         long firstNs = first.toNanos();
@@ -162,7 +218,7 @@ public final class ReconnectPolicy {
         if (this == NEVER) {
             return "ReconnectPolicy[never]";
         }
-        return "ReconnectPolicy[backoff " + first + " to " + max + ", jitter " + jitter
+        return "ReconnectPolicy[backoff " + first + " to " + max + ", jitter " + jitter + ", healthy after " + healthyAfter
                 + (maxAttempts == Integer.MAX_VALUE ? "" : ", at most " + maxAttempts + " attempts")
                 + (giveUpAfter.equals(FOREVER) ? "" : ", giving up after " + giveUpAfter) + "]";
     }

@@ -18,6 +18,12 @@ import java.util.concurrent.TimeUnit;
  * release starts the attempts. Attempts wait on the JDK's delay scheduler, not on an IO thread,
  * so a slow backoff holds no thread of ours. Synchronized: a life's release (on its IO thread),
  * an attempt's end (on IO thread 0) and the application's close may meet.
+ *
+ * <p>A life an attempt established is on probation until it has been up the policy's
+ * {@link ReconnectPolicy#healthyAfter}: failing sooner, it does not start a new round but goes
+ * on with the one that made it (attempt count, time since the first failure, backoff), so a
+ * server that accepts and drops every connection cannot hold a client in a reconnect loop past
+ * the policy's limits.
  */
 final class Reconnector {
     private static final System.Logger LOG = System.getLogger("dev.jrdma");
@@ -36,6 +42,13 @@ final class Reconnector {
     private int attempt;
     private long failedAt;
     private RdmaException lastCause;
+    /** The life the last attempt established, until it fails or turns out healthy; null for the application's own. */
+    private Connection onProbation;
+    /** When {@link #onProbation} was established, and when it failed (0: not yet). */
+    private long probationSince;
+    private long probationFailedAt;
+    /** Lives of this round that failed while on probation. */
+    private int unhealthyLives;
 
     Reconnector(Connection handle, Rdma rdma, InetSocketAddress address, ConnectionConfig config) {
         this.handle = handle;
@@ -59,9 +72,20 @@ final class Reconnector {
 
     /** {@code life} went to ERROR (on its IO thread): tear it down, so that its release starts the round. */
     void lifeFailed(Connection life) {
+        synchronized (this) {
+            if (life == onProbation && probationFailedAt == 0) {
+                probationFailedAt = System.nanoTime();   // its uptime ends here, not when its teardown ends
+            }
+        }
         if (life == handle.live()) {
             life.life.closeAsync();   // the teardown runs on its IO thread
         }
+    }
+
+    /** Whether the current life would start a new round if it failed now (tests wait on it). */
+    synchronized boolean currentLifeHealthy() {
+        return !reconnecting && (onProbation == null
+                || System.nanoTime() - probationSince >= policy.healthyAfter().toNanos());
     }
 
     /** {@code life}, once established, is released; {@code cause} is its first failure. On its IO thread. */
@@ -72,8 +96,19 @@ final class Reconnector {
             }
             failedLife = life;
             reconnecting = true;
-            attempt = 0;
-            failedAt = System.nanoTime();
+            long now = System.nanoTime();
+            long upFor = (probationFailedAt != 0 ? probationFailedAt : now) - probationSince;
+            if (life == onProbation && upFor < policy.healthyAfter().toNanos()) {
+                unhealthyLives++;   // the round that made it goes on: its attempts and its time
+                LOG.log(System.Logger.Level.INFO, "the connection to {0} of attempt {1} failed after {2} ms, before it was"
+                        + " healthy ({3} up): the attempts go on counting", address, attempt, upFor / 1_000_000,
+                        policy.healthyAfter());
+            } else {
+                attempt = 0;
+                failedAt = now;
+                unhealthyLives = 0;
+            }
+            onProbation = null;
             lastCause = cause;
         }
         tell(() -> listener.failed(handle, cause));
@@ -96,7 +131,7 @@ final class Reconnector {
                 reconnecting = false;
                 gaveUpWith = rdma.isClosed()
                         ? new ConnectionClosedException("reconnecting to " + address + ": the Rdma instance is closed", lastCause)
-                        : lastCause;
+                        : unhealthyLives > 0 ? flapping(n - 1, elapsed) : lastCause;
             } else {
                 computed = Math.min(policy.delayNanos(n), policy.giveUpAfter().toNanos() - elapsed);
             }
@@ -114,6 +149,15 @@ final class Reconnector {
                 previous == null ? "no cause" : previous.getMessage());
         tell(() -> listener.reconnecting(handle, n, Duration.ofNanos(delay)));
         CompletableFuture.delayedExecutor(delay, TimeUnit.NANOSECONDS).execute(() -> attempt(n));
+    }
+
+    /** Why a round that ended with connections the server dropped at once gave up; under this. */
+    private ConnectionClosedException flapping(int attempts, long elapsedNanos) {
+        return new ConnectionClosedException("reconnecting to " + address + ": gave up after " + attempts + " attempts in "
+                + elapsedNanos / 1_000_000 + " ms (" + policy + "): " + unhealthyLives + " of them connected and failed"
+                + " before they were healthy (up " + policy.healthyAfter() + "), as a server that accepts and drops"
+                + " every connection makes them; the last failure: " + (lastCause == null ? "none" : lastCause.getMessage()),
+                lastCause);
     }
 
     private void attempt(int n) {
@@ -146,7 +190,9 @@ final class Reconnector {
             }
             handle.adopt(c);
             reconnecting = false;
-            attempt = 0;
+            onProbation = c;   // the count starts again only once it proves healthy (lifeReleased)
+            probationSince = System.nanoTime();
+            probationFailedAt = 0;
         }
         LOG.log(System.Logger.Level.INFO, "reconnected to {0} on attempt {1}", address, n);
         tell(() -> listener.connected(handle, n));

@@ -226,6 +226,51 @@ abstract class DatagramConformance {
         }
     }
 
+    /**
+     * A table of 2 senders and 4 clients: the first two are evicted by the last two, yet the
+     * addresses the server kept for them still answer them (on verbs with a new address handle,
+     * the evicted one destroyed), and a sender seen again is equal to its address from before.
+     */
+    @Test
+    void anEvictedSendersAddressStillAnswersIt() throws Exception {
+        try (Rdma server = transport().server().build(); Rdma client = transport().client().build()) {
+            DatagramEndpoint s = server.datagramEndpoint(transport().nextServerAddress(), 8, 8, 2);
+            assertEquals(2, s.maxSenders());
+            java.util.List<DatagramEndpoint> clients = new java.util.ArrayList<>();
+            java.util.List<DatagramAddress> kept = new java.util.ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                DatagramEndpoint c = client.datagramEndpoint(transport().clientBindAddress(), 4);
+                clients.add(c);
+                c.sendSync(c.resolveSync(s.localAddress()), filled(client, new byte[] {(byte) i}));
+                try (Datagram d = s.receive(T)) {
+                    assertEquals(i, d.data().get(ValueLayout.JAVA_BYTE, 0));
+                    kept.add(d.sender());
+                }
+                assertEquals(Math.min(i + 1, 2), s.senders(), "the table after " + (i + 1) + " senders");
+            }
+            assertEquals(2, s.sendersEvicted(), "clients 0 and 1 evicted by 2 and 3");
+            for (int round = 0; round < 2; round++) {   // twice: the second finds what the first made again
+                for (int i = 0; i < 4; i++) {
+                    s.sendSync(kept.get(i), filled(server, new byte[] {(byte) (10 * round + i)}));
+                    try (Datagram d = clients.get(i).receive(T)) {
+                        assertEquals(10 * round + i, d.data().get(ValueLayout.JAVA_BYTE, 0), "round " + round
+                                + ": the reply to client " + i + (i < 2 ? ", evicted before" : ""));
+                    }
+                }
+                assertTrue(s.senders() <= 2, "the table stays at its bound: " + s.senders());
+            }
+            clients.getFirst().sendSync(clients.getFirst().resolveSync(s.localAddress()), filled(client, new byte[] {9}));
+            try (Datagram d = s.receive(T)) {
+                assertEquals(kept.getFirst(), d.sender(), "client 0 seen again: equal to its address from before");
+                assertEquals(kept.getFirst().hashCode(), d.sender().hashCode());
+                assertFalse(kept.get(1).equals(d.sender()), "and not equal to another client's");
+            }
+            assertTrue(s.senders() <= 2, "the table stays at its bound: " + s.senders());
+            System.out.println("[datagram] " + transport().provider() + ": a table of 2, 4 clients answered twice each: "
+                    + s.sendersEvicted() + " evictions");
+        }
+    }
+
     @Test
     void wrongUseIsRefusedByName() throws Exception {
         try (Rdma server = transport().server().build(); Rdma client = transport().client().build()) {
@@ -251,6 +296,13 @@ abstract class DatagramConformance {
             assertTrue(none.getMessage().contains(s.localAddress().toString()), none.getMessage());
             assertThrows(IllegalArgumentException.class, () -> client.datagramEndpoint(transport().clientBindAddress(), 0));
             assertThrows(IllegalArgumentException.class, () -> client.datagramEndpoint(transport().clientBindAddress(), 1, 0));
+            assertEquals(DatagramEndpoint.DEFAULT_MAX_SENDERS, c.maxSenders());
+            assertEquals(4096, c.maxSenders(), "the documented default");
+            for (int bad : new int[] {0, -1, DatagramEndpoint.MAX_SENDERS_LIMIT + 1}) {
+                IllegalArgumentException b = assertThrows(IllegalArgumentException.class,
+                        () -> client.datagramEndpoint(transport().clientBindAddress(), 1, 1, bad));
+                assertTrue(b.getMessage().contains("maxSenders") && b.getMessage().contains(String.valueOf(bad)), b.getMessage());
+            }
 
             // A datagram the receiver holds stays readable; once closed it is not.
             c.send(to, filled(client, new byte[] {7, 7, 7})).get(T.toSeconds(), TimeUnit.SECONDS);

@@ -92,6 +92,102 @@ class DatagramTcpTest extends DatagramConformance {
         }
     }
 
+    /**
+     * Issue 45: plain UDP sockets send one byte each from 5000 distinct source ports to an endpoint
+     * whose handler asks each datagram's sender (as a server that answers does), with a table of
+     * 1024 senders: every {@code sender()} works, the table stays at 1024 (the least recently seen
+     * evicted, counted), the evicted senders' peers are freed (collected: nothing else holds them),
+     * and then a new sender is received and answered. Before, the table never forgot a sender: past
+     * its 4096th, {@code sender()} threw for every new one for the endpoint's life.
+     */
+    @Test
+    void aFloodOfSendersFromDistinctPortsNeverLocksOutANewSender() throws Exception {
+        int bound = 1024;
+        int want = 5000;
+        InetAddress loopback = InetAddress.getLoopbackAddress();
+        try (Rdma rdma = transport().server().build()) {
+            DatagramEndpoint e = rdma.datagramEndpoint(transport().nextServerAddress(), 64, 64, bound);
+            assertEquals(bound, e.maxSenders());
+            byte[] ask = "who answers a newcomer?".getBytes(StandardCharsets.US_ASCII);
+            LocalRegion answer = filled(rdma, "you are answered".getBytes(StandardCharsets.US_ASCII));
+            java.util.Set<Integer> seen = java.util.concurrent.ConcurrentHashMap.newKeySet();
+            java.util.List<java.lang.ref.WeakReference<Object>> peers = java.util.Collections.synchronizedList(
+                    new java.util.ArrayList<>());
+            java.util.concurrent.atomic.AtomicInteger refused = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicInteger handled = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicReference<Throwable> firstRefusal = new java.util.concurrent.atomic.AtomicReference<>();
+            e.onReceive(d -> {
+                try (d) {
+                    DatagramAddress from = d.sender();
+                    if (d.length() == ask.length) {
+                        e.send(from, answer);
+                    } else if (seen.add(from.address().getPort())) {
+                        peers.add(new java.lang.ref.WeakReference<>(from.peer));
+                    }
+                } catch (RuntimeException x) {
+                    refused.incrementAndGet();
+                    firstRefusal.compareAndSet(null, x);
+                } finally {
+                    handled.incrementAndGet();
+                }
+            });
+            java.util.Set<Integer> used = new java.util.HashSet<>();
+            java.nio.ByteBuffer one = java.nio.ByteBuffer.allocate(1);
+            long start = System.nanoTime();
+            long deadline = start + TimeUnit.SECONDS.toNanos(20);
+            int opened = 0;
+            // Bounded in sockets and time; at most 128 datagrams waiting at once, so that the kernel drops none.
+            while (seen.size() < want && opened < 3 * want && System.nanoTime() < deadline) {
+                try (java.nio.channels.DatagramChannel ch = java.nio.channels.DatagramChannel.open()) {
+                    ch.bind(new InetSocketAddress(loopback, 0));
+                    opened++;
+                    if (!used.add(((InetSocketAddress) ch.getLocalAddress()).getPort())) {
+                        continue;   // a port used before: distinct ones only
+                    }
+                    ch.send(one.clear(), e.localAddress());
+                }
+                long pace = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(200);
+                while (used.size() - e.received() > 128 && System.nanoTime() < pace) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(100_000);
+                }
+            }
+            long floodMs = (System.nanoTime() - start) / 1_000_000;
+            long quiet = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (handled.get() < used.size() && System.nanoTime() < quiet) {
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);   // the last ones still in the handler
+            }
+            int senders = seen.size();
+            assertEquals(0, refused.get(), "sender() failed for " + refused.get() + " datagrams: " + firstRefusal.get());
+            assertTrue(senders >= want, senders + " distinct senders reached the endpoint (of " + used.size() + " sent)");
+            assertEquals(bound, e.senders(), "the table after " + senders + " senders");
+            assertEquals(senders - bound, e.sendersEvicted(), "each sender past the bound evicted one");
+
+            // The evicted senders' peers are held by nothing now: they go (memory stays bounded).
+            long gcDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            long alive;
+            do {
+                System.gc();
+                alive = peers.stream().filter(w -> w.get() != null).count();
+            } while (alive > bound + 64 && System.nanoTime() < gcDeadline);
+            assertTrue(alive <= bound + 64, alive + " of " + senders + " senders' peers still reachable; the table keeps "
+                    + bound + " (and the 64 buffers' last datagrams may name some)");
+
+            try (DatagramSocket newcomer = new DatagramSocket(0, loopback)) {
+                newcomer.setSoTimeout((int) T.toMillis());
+                newcomer.send(new DatagramPacket(ask, ask.length, e.localAddress()));
+                DatagramPacket p = new DatagramPacket(new byte[64], 64);
+                newcomer.receive(p);
+                assertEquals("you are answered", new String(p.getData(), 0, p.getLength(), StandardCharsets.US_ASCII));
+            }
+            assertEquals(0, refused.get(), "the newcomer's sender(): " + firstRefusal.get());
+            assertEquals(bound, e.senders(), "the newcomer took the place of the least recently seen");
+            assertEquals(senders - bound + 1, e.sendersEvicted());
+            System.out.println("[datagram] " + senders + " senders from distinct ports in " + floodMs + " ms (" + opened
+                    + " sockets opened): table " + e.senders() + " of " + bound + ", " + e.sendersEvicted()
+                    + " evicted, " + alive + " peers still reachable after GC, the newcomer answered");
+        }
+    }
+
     /** Endpoints opened and closed, with a resolve each, leave no file descriptor behind. */
     @Test
     void closedEndpointsLeaveNoFileDescriptors() throws Exception {

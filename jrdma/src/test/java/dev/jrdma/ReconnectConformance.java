@@ -50,6 +50,7 @@ abstract class ReconnectConformance {
         final LinkedBlockingQueue<Object> triedWhileDown = new LinkedBlockingQueue<>();
         volatile LocalRegion probe;
         volatile RemoteRegion probeTarget;
+        volatile RdmaException lastGaveUp;
 
         @Override
         public void connected(Connection c, int attempt) {
@@ -80,6 +81,7 @@ abstract class ReconnectConformance {
         @Override
         public void gaveUp(Connection c, RdmaException last) {
             named.add(c);
+            lastGaveUp = last;
             heard.add("gave up: " + (last == null ? "no cause" : last.getClass().getSimpleName()));
         }
 
@@ -151,8 +153,9 @@ abstract class ReconnectConformance {
     void reconnectsAfterThePeerClosedTheConnectionAndOldDescriptorsStillWork() throws Exception {
         Transport t = transport();
         Events events = new Events();
-        ConnectionConfig config = withReconnect(ReconnectPolicy.backoff(Duration.ofMillis(20), Duration.ofMillis(500)),
-                events);
+        // Healthy after 100 ms up: round 2 waits for it, so that its failure starts the count again.
+        ConnectionConfig config = withReconnect(ReconnectPolicy.backoff(Duration.ofMillis(20), Duration.ofMillis(500))
+                .withHealthyAfter(Duration.ofMillis(100)), events);
         LinkedBlockingQueue<Connection> accepted = new LinkedBlockingQueue<>();
         try (Rdma server = t.server().completionMode(CompletionMode.EVENT).build();
              Rdma client = t.client().build()) {
@@ -177,6 +180,7 @@ abstract class ReconnectConformance {
             for (int round = 1; round <= 2; round++) {
                 Connection serverSide = round == 1 ? first : accepted.poll(T, TimeUnit.SECONDS);
                 assertNotNull(serverSide);
+                awaitHealthy(c);   // round 1: the application's own life; round 2: up 100 ms since the reconnect
                 Outcomes out = postThen(client, c, remote, events, serverSide::close);
                 assertEquals("failed with 0 outstanding", events.next(), "round " + round);
                 assertEquals("reconnecting 1", events.next(), "round " + round + ": the count starts again");
@@ -334,6 +338,124 @@ abstract class ReconnectConformance {
                 c.close();
             }
         }
+    }
+
+    /** Until {@code c}'s current life would start a new round if it failed (it has been up healthyAfter). */
+    private static void awaitHealthy(Connection c) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+        while (!c.reconnector.currentLifeHealthy()) {
+            assertTrue(System.nanoTime() < deadline, "the connection was not healthy within " + T + " s");
+            Thread.sleep(5);   // polling a condition with a deadline
+        }
+    }
+
+    /**
+     * A server that accepts every reconnect and drops it at once (its accept callback closes it):
+     * each such connection fails before it is healthy, so the attempts go on counting, and the
+     * client gives up after {@code maxAttempts} of them, told why, instead of reconnecting forever
+     * (without the health rule every established connection started the count again: a client
+     * reconnected 950 times in 20 s).
+     */
+    @Test
+    void aServerThatAcceptsAndDropsEveryReconnectMeetsMaxAttempts() throws Exception {
+        int maxAttempts = 5;
+        Events events = new Events();
+        ConnectionConfig config = withReconnect(ReconnectPolicy.backoff(Duration.ofMillis(2), Duration.ofMillis(10))
+                .withMaxAttempts(maxAttempts), events);
+        FlappingServer flapping = new FlappingServer();
+        try (Rdma server = transport().server().build(); Rdma client = transport().client().build()) {
+            RdmaServer l = server.listen(transport().nextServerAddress(), flapping::accepted);
+            Connection c = client.connect(l.address(), config);
+            long start = System.nanoTime();
+            flapping.first().close();   // the first connection fails: the round starts
+            List<String> heard = untilGaveUp(events, Duration.ofSeconds(10));
+            long tookMs = (System.nanoTime() - start) / 1_000_000;
+            String end = heard.getLast();
+            assertTrue(end.startsWith("gave up: ConnectionClosedException"), "the last event: " + heard);
+            assertTrue(events.lastGaveUp.getMessage().contains("before they were healthy"), events.lastGaveUp.getMessage());
+            int reconnecting = count(heard, "reconnecting ");
+            assertEquals(maxAttempts, reconnecting, "attempts, each numbered on from the last: " + heard);
+            for (int k = 1; k <= maxAttempts; k++) {
+                assertTrue(heard.contains("reconnecting " + k), "attempt " + k + " in " + heard);
+            }
+            assertTrue(flapping.dropped.get() <= maxAttempts, flapping.dropped.get() + " connections accepted and dropped"
+                    + " for " + maxAttempts + " attempts");
+            assertTrue(tookMs < 10_000, "gave up after " + tookMs + " ms");
+            assertEquals(ConnectionState.CLOSED, c.state());
+            System.out.println("[reconnect] " + transport().provider() + ": a flapping server: " + flapping.dropped.get()
+                    + " connections accepted and dropped, " + reconnecting + " attempts, gave up after " + tookMs + " ms");
+            c.close();
+        }
+    }
+
+    /** The same server against a time limit alone: no attempt starts after giveUpAfter, however many connected. */
+    @Test
+    void aServerThatAcceptsAndDropsEveryReconnectMeetsGiveUpAfter() throws Exception {
+        Duration giveUpAfter = Duration.ofMillis(600);
+        Events events = new Events();
+        ConnectionConfig config = withReconnect(ReconnectPolicy.backoff(Duration.ofMillis(1), Duration.ofMillis(20))
+                .withGiveUpAfter(giveUpAfter), events);
+        FlappingServer flapping = new FlappingServer();
+        try (Rdma server = transport().server().build(); Rdma client = transport().client().build()) {
+            RdmaServer l = server.listen(transport().nextServerAddress(), flapping::accepted);
+            Connection c = client.connect(l.address(), config);
+            long start = System.nanoTime();
+            flapping.first().close();
+            List<String> heard = untilGaveUp(events, Duration.ofSeconds(10));
+            long tookMs = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(heard.getLast().startsWith("gave up: "), "the last event: " + heard);
+            // The last attempt starts before giveUpAfter; its connect and drop (ms on loopback) come after.
+            long bound = giveUpAfter.toMillis() + 3_000;
+            assertTrue(tookMs < bound, "gave up after " + tookMs + " ms, giveUpAfter " + giveUpAfter);
+            int reconnecting = count(heard, "reconnecting ");
+            // Backoff 1, 2, 4, 8, 16, then 20 ms less up to 20 % jitter: at most 5 + 600 / 16 attempts fit in 600 ms.
+            assertTrue(reconnecting >= 1 && reconnecting <= 43,
+                    reconnecting + " attempts in " + giveUpAfter + " (backoff from 1 ms growing to 20 ms)");
+            assertTrue(flapping.dropped.get() <= reconnecting, flapping.dropped.get() + " dropped for " + reconnecting
+                    + " attempts");
+            System.out.println("[reconnect] " + transport().provider() + ": a flapping server against giveUpAfter "
+                    + giveUpAfter + ": " + flapping.dropped.get() + " connections dropped, " + reconnecting
+                    + " attempts, gave up after " + tookMs + " ms");
+            c.close();
+        }
+    }
+
+    /** Keeps the first connection it accepts (for the test to drop) and closes every later one at once. */
+    private static final class FlappingServer {
+        final java.util.concurrent.CompletableFuture<Connection> first = new CompletableFuture<>();
+        final java.util.concurrent.atomic.AtomicInteger dropped = new java.util.concurrent.atomic.AtomicInteger();
+
+        void accepted(Connection c) {
+            if (!first.complete(c)) {
+                dropped.incrementAndGet();
+                c.closeAsync();
+            }
+        }
+
+        Connection first() throws Exception {
+            return first.get(T, TimeUnit.SECONDS);
+        }
+    }
+
+    /** The events heard until "gave up", within {@code within}. */
+    private static List<String> untilGaveUp(Events events, Duration within) throws InterruptedException {
+        List<String> heard = new ArrayList<>();
+        long deadline = System.nanoTime() + within.toNanos();
+        while (heard.isEmpty() || !heard.getLast().startsWith("gave up")) {
+            long left = deadline - System.nanoTime();
+            String e = left > 0 ? events.heard.poll(left, TimeUnit.NANOSECONDS) : null;
+            if (e == null) {
+                throw new AssertionError("no \"gave up\" within " + within + " (" + count(heard, "reconnecting ")
+                        + " attempts, " + count(heard, "connected ") + " connected): the client reconnects forever; the"
+                        + " last events: " + heard.subList(Math.max(0, heard.size() - 6), heard.size()));
+            }
+            heard.add(e);
+        }
+        return heard;
+    }
+
+    private static int count(List<String> heard, String prefix) {
+        return (int) heard.stream().filter(e -> e.startsWith(prefix)).count();
     }
 
     private static void readPattern(Rdma client, Connection c, RemoteRegion region) throws Exception {

@@ -44,6 +44,12 @@ class ReconnectPolicyTest {
         assertEquals(Integer.MAX_VALUE, p.maxAttempts());
         assertEquals(3, p.withMaxAttempts(3).maxAttempts());
         assertEquals(Duration.ofSeconds(9), p.withGiveUpAfter(Duration.ofSeconds(9)).giveUpAfter());
+        assertEquals(Duration.ofSeconds(ReconnectPolicy.DEFAULT_HEALTHY_AFTER_SECONDS), p.healthyAfter());
+        assertEquals(Duration.ofSeconds(5), p.healthyAfter(), "the documented default");
+        assertEquals(Duration.ofMillis(250), p.withHealthyAfter(Duration.ofMillis(250)).healthyAfter());
+        assertEquals(Duration.ofMillis(250), p.withHealthyAfter(Duration.ofMillis(250)).withMaxAttempts(2).withJitter(0)
+                .withGiveUpAfter(Duration.ofSeconds(1)).healthyAfter(), "every with... keeps it");
+        assertTrue(p.toString().contains("healthy after PT5S"), p.toString());
         assertEquals(ReconnectPolicy.NEVER, ConnectionConfig.defaults().reconnect());
         ConnectionConfig c = ConnectionConfig.builder().reconnect(p).build();
         assertEquals(p, c.reconnect());
@@ -62,6 +68,14 @@ class ReconnectPolicyTest {
         assertTrue(assertThrows(IllegalArgumentException.class, () -> p.withJitter(1.5)).getMessage().contains("jitter"));
         assertThrows(IllegalArgumentException.class, () -> p.withJitter(Double.NaN));
         assertThrows(IllegalArgumentException.class, () -> p.withGiveUpAfter(Duration.ZERO));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> p.withGiveUpAfter(Duration.ofDays(365L * 1000)))
+                .getMessage().contains("PT8760000H"), "a time the attempts' clock cannot count is named");
+        for (Duration bad : new Duration[] {Duration.ZERO, Duration.ofMillis(-1), Duration.ofDays(365L * 1000)}) {
+            IllegalArgumentException h = assertThrows(IllegalArgumentException.class, () -> p.withHealthyAfter(bad));
+            assertTrue(h.getMessage().contains("healthyAfter") && h.getMessage().contains(bad.toString()), h.getMessage());
+        }
+        assertThrows(NullPointerException.class, () -> p.withHealthyAfter(null));
+        assertThrows(IllegalStateException.class, () -> ReconnectPolicy.NEVER.withHealthyAfter(Duration.ofSeconds(1)));
         assertThrows(IllegalStateException.class, () -> ReconnectPolicy.NEVER.withMaxAttempts(2));
         assertThrows(NullPointerException.class, () -> ConnectionConfig.builder().reconnect(null));
         assertThrows(NullPointerException.class, () -> ConnectionConfig.builder().reconnect(p, null));

@@ -5,7 +5,10 @@ import java.net.InetSocketAddress;
 /**
  * Where a datagram goes, as its provider addresses it: on verbs an address handle
  * ({@code ibv_ah}) with the remote QP number and Q_Key, on tcp/shm a socket address. Made by its
- * {@link DatagramQueuePair} (a resolve, a join, or the source of a receive) and freed with it.
+ * {@link DatagramQueuePair} (a resolve, a join, or the source of a receive) and freed with it;
+ * a sender's may be freed sooner, when it is evicted from the queue pair's
+ * {@link DatagramSenderTable} and no send to it is in flight (then a send to it is answered
+ * {@link DatagramQueuePair#ESTALE}). It always names its peer, so it can be made again.
  */
 public interface DatagramPeer {
     /**

@@ -18,6 +18,13 @@ import java.net.InetSocketAddress;
  */
 public interface DatagramQueuePair {
     /**
+     * {@link #postSend}'s answer (Linux's ESTALE) when {@code to} is a sender whose table entry
+     * was evicted and whose resources were freed (verbs: its address handle): nothing was posted;
+     * {@link #renew} it and post again.
+     */
+    int ESTALE = 116;
+
+    /**
      * Bytes at the start of every receive buffer before the payload: verbs puts the 40-byte GRH
      * there, tcp/shm the sender's socket address. A receive buffer is this plus {@link #maxMessageSize}.
      */
@@ -40,7 +47,9 @@ public interface DatagramQueuePair {
 
     /**
      * Posts a send of {@code length} bytes at {@code localAddr} to {@code to} (a peer of this queue
-     * pair); returns 0, or an errno when nothing was posted (ENOMEM: the send queue is full).
+     * pair); returns 0, or an errno when nothing was posted (ENOMEM: the send queue is full;
+     * {@link #ESTALE}: {@code to} was evicted, renew it). {@code wrId} is below {@link #sendDepth}:
+     * a peer is held, not freed, while a send to it is in flight.
      */
     int postSend(long wrId, long localAddr, int length, int lkey, DatagramPeer to);
 
@@ -52,10 +61,26 @@ public interface DatagramQueuePair {
 
     /**
      * The sender of a datagram received into a buffer whose header (its first {@link #headerBytes})
-     * is {@code header}, with {@code sourceQp} from its completion; made once per sender and kept
-     * until {@link #close}. Null when this queue pair already holds {@code maxPeers} senders. Any thread.
+     * is {@code header}, with {@code sourceQp} from its completion: the peer kept for it in a
+     * {@link DatagramSenderTable} of at most {@code maxPeers} senders (now its most recently
+     * seen), or a new one that evicts the least recently seen sender when the table is full.
+     * Null only when the header names no address or the queue pair is closed. Any thread.
      */
     DatagramPeer sourceOf(MemorySegment header, int sourceQp, int maxPeers);
+
+    /**
+     * A peer to send to in place of {@code stale}, a sender {@link #postSend} answered
+     * {@link #ESTALE} for: the table's peer for the same sender, made again (and added, as
+     * {@link #sourceOf} adds) when it has none. Null when the queue pair is closed. Called by the
+     * thread that posts sends.
+     */
+    DatagramPeer renew(DatagramPeer stale, int maxPeers);
+
+    /** {@return the senders kept in the table now (at most the {@code maxPeers} last asked for)} */
+    int senders();
+
+    /** {@return the senders evicted from the table to make room for others, in this queue pair's life} */
+    long sendersEvicted();
 
     /**
      * Finds the endpoint at {@code remote} (verbs: rdma_cm SIDR, which fails when nothing

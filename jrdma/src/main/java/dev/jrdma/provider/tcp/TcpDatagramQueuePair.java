@@ -7,10 +7,12 @@ import dev.jrdma.os.Sockets;
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.DatagramPeer;
 import dev.jrdma.spi.DatagramQueuePair;
+import dev.jrdma.spi.DatagramSenderTable;
 import dev.jrdma.spi.WorkCompletion;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SegmentAllocator;
 import java.lang.foreign.ValueLayout;
 import java.net.Inet4Address;
 import java.net.InetAddress;
@@ -19,6 +21,7 @@ import java.net.NetworkInterface;
 import java.net.SocketException;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.Consumer;
 
 /**
  * Datagrams of the tcp and shm providers: a UDP socket, watched in the IO thread's epoll set.
@@ -34,6 +37,11 @@ import java.util.Map;
  * interface and loop back to members on this host (IP_MULTICAST_LOOP), the sender among them
  * when it is a member, as rxe does. An interface without the MULTICAST flag (Linux's {@code lo}
  * by default) cannot: joining is then refused by name.
+ *
+ * <p>A peer is its socket address, as bytes on the heap: nothing native, so a sender evicted
+ * from the table (the least recently seen of {@code maxPeers}) holds nothing to free and stays
+ * good to send to for as long as the application keeps it. Each send copies its peer's address
+ * into its own slot's native sockaddr, which the kernel reads.
  */
 final class TcpDatagramQueuePair implements DatagramQueuePair {
     /** Room before the payload for the sender's sockaddr (28 bytes for IPv6), 40 like verbs' GRH. */
@@ -45,6 +53,9 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
     static final int MAX_MESSAGE = 4096;
     /** The UDP port every member of a multicast group receives the group's datagrams at. */
     static final int MULTICAST_PORT = 24791;
+    /** Room for one sockaddr (sockaddr_in6 is 28 bytes), 8-aligned. */
+    private static final int SOCKADDR = 32;
+    private static final Consumer<TcpDatagramPeer> NOTHING_TO_FREE = p -> { };
 
     private final TcpRegistrations registrations;
     private final TcpCompletionChannel channel;
@@ -64,7 +75,9 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
     private final long[] sendIds;
     private final long[] sendAddrs;
     private final int[] sendLens;
-    private final TcpDatagramPeer[] sendTo;
+    /** Slot i's destination, copied from its peer at the post: {@link #SOCKADDR} bytes a slot. */
+    private final MemorySegment sendSockaddrs;
+    private final int[] sendSockaddrLens;
     private final int[] sendStatus;
     private int sendHead;
     private int sendCount;
@@ -76,7 +89,11 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
     /** The epoll events each socket is watched for now; guarded by {@link #recvLock}. */
     private int watching;
     private final MemorySegment fromLen = arena.allocate(ValueLayout.JAVA_INT);
-    private final Map<InetSocketAddress, TcpDatagramPeer> peers = new HashMap<>();
+    /** Where a new peer's sockaddr is built before it is copied to the heap; guarded by this. */
+    private final SegmentAllocator sockaddrScratch = SegmentAllocator.prefixAllocator(arena.allocate(SOCKADDR, 8));
+    /** Senders of received datagrams, by address; guarded by this. */
+    private final DatagramSenderTable<InetSocketAddress, TcpDatagramPeer> senders =
+            new DatagramSenderTable<>(NOTHING_TO_FREE);
     private final Map<InetAddress, Integer> groups = new HashMap<>();
     private volatile boolean closed;
 
@@ -92,7 +109,8 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
         sendIds = new long[sendDepth];
         sendAddrs = new long[sendDepth];
         sendLens = new int[sendDepth];
-        sendTo = new TcpDatagramPeer[sendDepth];
+        sendSockaddrs = arena.allocate((long) SOCKADDR * sendDepth, 8);
+        sendSockaddrLens = new int[sendDepth];
         sendStatus = new int[sendDepth];
         doneIds = new long[sendDepth];
         doneStatus = new int[sendDepth];
@@ -183,7 +201,8 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
             sendIds[i] = wrId;
             sendAddrs[i] = localAddr;
             sendLens[i] = length;
-            sendTo[i] = peer;
+            MemorySegment.copy(peer.sockaddr, 0, sendSockaddrs, (long) i * SOCKADDR, peer.sockaddr.byteSize());
+            sendSockaddrLens[i] = (int) peer.sockaddr.byteSize();
             sendStatus[i] = -1;
             trySend(i);
         }
@@ -198,7 +217,8 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
      * send buffer is full) leaves it for the next poll to try again.
      */
     private void trySend(int i) {
-        long n = Sockets.sendto(fd, sendAddrs[i], sendLens[i], sendTo[i].sockaddr.address(), (int) sendTo[i].sockaddr.byteSize());
+        long n = Sockets.sendto(fd, sendAddrs[i], sendLens[i], sendSockaddrs.address() + (long) i * SOCKADDR,
+                sendSockaddrLens[i]);
         if (n == -Errno.EAGAIN) {
             return;
         }
@@ -222,7 +242,6 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
                 }
                 doneIds[done] = sendIds[i];
                 doneStatus[done++] = sendStatus[i];
-                sendTo[i] = null;
                 sendHead = (sendHead + 1) % sendDepth;
                 sendCount--;
             }
@@ -279,19 +298,42 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
     @Override
     public DatagramPeer sourceOf(MemorySegment header, int sourceQp, int maxPeers) {
         InetSocketAddress from = SockAddr.toInet(header);
-        return from == null ? null : peer(from, false, maxPeers);
-    }
-
-    private synchronized TcpDatagramPeer peer(InetSocketAddress address, boolean group, int maxPeers) {
-        TcpDatagramPeer p = peers.get(address);
-        if (p == null) {
-            if (peers.size() >= maxPeers || closed) {
+        if (from == null) {
+            return null;
+        }
+        synchronized (this) {
+            if (closed) {
                 return null;
             }
-            p = new TcpDatagramPeer(this, address, SockAddr.of(address, arena), group);
-            peers.put(address, p);
+            TcpDatagramPeer p = senders.seen(from);
+            return p != null ? p : senders.add(from, peer(from, false), maxPeers);
         }
-        return p;
+    }
+
+    /** A tcp peer holds nothing that eviction frees: it stays good to send to as it is. */
+    @Override
+    public synchronized DatagramPeer renew(DatagramPeer stale, int maxPeers) {
+        return !closed && stale instanceof TcpDatagramPeer p && p.owner == this ? p : null;
+    }
+
+    @Override
+    public synchronized int senders() {
+        return senders.size();
+    }
+
+    @Override
+    public synchronized long sendersEvicted() {
+        return senders.evicted();
+    }
+
+    /** A new peer for {@code address}, its sockaddr on the heap; under this. */
+    private TcpDatagramPeer peer(InetSocketAddress address, boolean group) {
+        byte[] sockaddr = SockAddr.of(address, sockaddrScratch).toArray(ValueLayout.JAVA_BYTE);
+        return new TcpDatagramPeer(this, address, MemorySegment.ofArray(sockaddr), group);
+    }
+
+    private synchronized TcpDatagramPeer peerUnlessClosed(InetSocketAddress address, boolean group) {
+        return closed ? null : peer(address, group);
     }
 
     @Override
@@ -304,7 +346,7 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
             done.done(null, remote.getAddress() + " is a multicast group: join it instead");
             return;
         }
-        TcpDatagramPeer p = peer(remote, false, Integer.MAX_VALUE);
+        TcpDatagramPeer p = peerUnlessClosed(remote, false);
         if (p == null) {
             done.done(null, "the endpoint is closed");
         } else {
@@ -373,7 +415,12 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
         synchronized (this) {
             groups.put(group, gfd);
         }
-        done.done(peer(at, true, Integer.MAX_VALUE), null);
+        TcpDatagramPeer g = peerUnlessClosed(at, true);
+        if (g == null) {
+            done.done(null, "the endpoint is closed");
+        } else {
+            done.done(g, null);
+        }
     }
 
     @Override
@@ -409,9 +456,8 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
             readFds = new int[0];
         }
         synchronized (this) {
-            peers.clear();
+            senders.clear();
             groups.clear();
-            java.util.Arrays.fill(sendTo, null);
         }
         arena.close();
     }
@@ -420,6 +466,7 @@ final class TcpDatagramQueuePair implements DatagramQueuePair {
     static final class TcpDatagramPeer implements DatagramPeer {
         final TcpDatagramQueuePair owner;
         private final InetSocketAddress address;
+        /** Its sockaddr, on the heap (a send copies it to its slot's native one). */
         final MemorySegment sockaddr;
         private final boolean group;
 

@@ -22,10 +22,13 @@ import dev.jrdma.provider.verbs.ffi.RdmaConnParam;
 import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.DatagramPeer;
 import dev.jrdma.spi.DatagramQueuePair;
+import dev.jrdma.spi.DatagramSenderTable;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -50,6 +53,13 @@ import java.util.Map;
  * last 20 bytes). A sender's address handle is built from its IP address in the GRH rather than
  * with {@code ibv_create_ah_from_wc}, which cannot answer a datagram sent to a multicast group
  * (docs/research/ud-multicast-on-rxe.md).
+ *
+ * <p>Senders' address handles live in a {@link DatagramSenderTable} of at most {@code maxPeers}:
+ * the least recently seen sender is evicted for a new one, and its handle destroyed as soon as
+ * no send to it is in flight (each send holds its peer from the post to its completion: a count
+ * in the peer, the peer in its slot of {@link #inFlight}). A send to an evicted peer is answered
+ * {@link #ESTALE} and the endpoint {@link #renew}s it: a new handle for the same IP address and
+ * QPN, in the table again. Resolved and group peers are the application's, kept until close.
  */
 final class VerbsDatagramQueuePair implements DatagramQueuePair, VerbsConnectionManager.CmClient, AutoCloseable {
     static final int GRH = 40;
@@ -77,10 +87,19 @@ final class VerbsDatagramQueuePair implements DatagramQueuePair, VerbsConnection
     private final MemorySegment recvSge = arena.allocate(IbvSge.LAYOUT);
     private final MemorySegment badSend = arena.allocate(ValueLayout.ADDRESS);
     private final MemorySegment badRecv = arena.allocate(ValueLayout.ADDRESS);
-    /** Senders by IP address and QPN; guarded by this. */
-    private final Map<SenderKey, VerbsDatagramPeer> senders = new HashMap<>();
-    /** Every address handle made, destroyed at close; guarded by this. */
+    /** Senders by IP address and QPN, an evicted one retired (its handle goes once no send holds it); guarded by this. */
+    private final DatagramSenderTable<SenderKey, VerbsDatagramPeer> senders =
+            new DatagramSenderTable<>(VerbsDatagramPeer::retire);
+    /** The address handles of resolves and groups, destroyed at close; guarded by this. */
     private final List<VerbsDatagramPeer> peers = new ArrayList<>();
+    /**
+     * The sender peer each send in flight holds, by its slot (wrId), or null: set by the poster
+     * before the post, taken by the poll at the completion, read at close (after the QP is gone).
+     */
+    private final VerbsDatagramPeer[] inFlight;
+    private static final VarHandle IN_FLIGHT = MethodHandles.arrayElementVarHandle(VerbsDatagramPeer[].class);
+    /** Hands send completions on after releasing the peer each held; the poll's thread only. */
+    private final ReleasingSink releasing = new ReleasingSink();
     /** Resolves in progress by their id's address (manager thread). */
     private final Map<Long, Pending> resolves = new HashMap<>();
     /** Joins in progress by their token, the context given to rdma_join_multicast (manager thread). */
@@ -100,6 +119,7 @@ final class VerbsDatagramQueuePair implements DatagramQueuePair, VerbsConnection
         this.manager = manager;
         this.device = manager.device;
         this.sendDepth = sendDepth;
+        this.inFlight = new VerbsDatagramPeer[sendDepth];
         InetAddress ip = bind.getAddress();
         if (ip.isAnyLocalAddress()) {
             throw new IllegalArgumentException("a datagram endpoint on verbs binds to an IP address of "
@@ -208,18 +228,52 @@ final class VerbsDatagramQueuePair implements DatagramQueuePair, VerbsConnection
 
     @Override
     public int postSend(long wrId, long localAddr, int length, int lkey, DatagramPeer to) {
-        if (closed || !(to instanceof VerbsDatagramPeer p) || p.owner != this || p.left) {
+        if (closed || !(to instanceof VerbsDatagramPeer p) || p.owner != this || p.left || wrId < 0 || wrId >= sendDepth) {
             return Errno.EINVAL;
+        }
+        int slot = (int) wrId;
+        if (p.sender) {
+            if (!p.hold()) {
+                return ESTALE;   // evicted, its handle gone or going: the endpoint renews it
+            }
+            IN_FLIGHT.setRelease(inFlight, slot, p);
         }
         IbvSge.set(sendSge, localAddr, length, lkey);
         IbvSendWr.set(sendWr, wrId, sendSge, length == 0 ? 0 : 1, IbvSendWr.WR_SEND, IbvSendWr.SEND_SIGNALED);
         IbvSendWr.ud(sendWr, p.ah, p.qpn, p.qkey);
-        return LibIbverbs.postSend(postSendFn, qp, sendWr, badSend);
+        int rc = LibIbverbs.postSend(postSendFn, qp, sendWr, badSend);
+        if (rc != 0 && p.sender) {
+            IN_FLIGHT.setRelease(inFlight, slot, null);
+            p.release();
+        }
+        return rc;
     }
 
     @Override
     public int poll(Sink sink, int max) {
-        return cq.pollDatagrams(sink, max, GRH);
+        releasing.next = sink;
+        return cq.pollDatagrams(releasing, max, GRH);
+    }
+
+    /** Releases the peer a completed send held, then tells the endpoint. */
+    private final class ReleasingSink implements Sink {
+        Sink next;
+
+        @Override
+        public void onSend(long wrId, int status) {
+            if (wrId >= 0 && wrId < sendDepth) {
+                VerbsDatagramPeer p = (VerbsDatagramPeer) IN_FLIGHT.getAndSet(inFlight, (int) wrId, (VerbsDatagramPeer) null);
+                if (p != null) {
+                    p.release();
+                }
+            }
+            next.onSend(wrId, status);
+        }
+
+        @Override
+        public void onReceive(long wrId, int status, int byteLen, int sourceQp) {
+            next.onReceive(wrId, status, byteLen, sourceQp);
+        }
     }
 
     @Override
@@ -235,35 +289,57 @@ final class VerbsDatagramQueuePair implements DatagramQueuePair, VerbsConnection
         }
         SenderKey key = new SenderKey(from, sourceQp);
         synchronized (this) {
-            VerbsDatagramPeer p = senders.get(key);
-            if (p != null || closed) {
-                return p;
-            }
-            if (senders.size() >= maxPeers) {
+            if (closed) {
                 return null;
             }
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment attr = a.allocate(IbvQpAttr.AH_ATTR);
-                byte[] gid = new byte[16];
-                byte[] raw = from.getAddress();
-                if (raw.length == 4) {
-                    gid[10] = (byte) 0xFF;
-                    gid[11] = (byte) 0xFF;
-                    System.arraycopy(raw, 0, gid, 12, 4);
-                } else {
-                    gid = raw;
-                }
-                MemorySegment.copy(gid, 0, attr, ValueLayout.JAVA_BYTE, offset(IbvQpAttr.AH_ATTR, "grh.dgid"), 16);
-                attr.set(ValueLayout.JAVA_BYTE, offset(IbvQpAttr.AH_ATTR, "grh.sgid_index"), (byte) sgidIndex);
-                attr.set(ValueLayout.JAVA_BYTE, offset(IbvQpAttr.AH_ATTR, "grh.hop_limit"), (byte) 64);
-                attr.set(ValueLayout.JAVA_BYTE, offset(IbvQpAttr.AH_ATTR, "is_global"), (byte) 1);
-                attr.set(ValueLayout.JAVA_BYTE, offset(IbvQpAttr.AH_ATTR, "port_num"), (byte) portNum);
-                p = new VerbsDatagramPeer(this, LibIbverbs.createAh(device.pd, attr), new InetSocketAddress(from, 0),
-                        sourceQp, UDP_QKEY, false);
+            VerbsDatagramPeer p = senders.seen(key);
+            return p != null ? p : senders.add(key, senderPeer(from, sourceQp), maxPeers);
+        }
+    }
+
+    @Override
+    public synchronized DatagramPeer renew(DatagramPeer stale, int maxPeers) {
+        if (closed || !(stale instanceof VerbsDatagramPeer s) || s.owner != this) {
+            return null;
+        }
+        if (!s.sender) {
+            return s;   // resolved and group peers are never evicted
+        }
+        SenderKey key = new SenderKey(s.address().getAddress(), s.qpn);
+        VerbsDatagramPeer p = senders.seen(key);
+        return p != null ? p : senders.add(key, senderPeer(key.address(), key.qpn()), maxPeers);
+    }
+
+    @Override
+    public synchronized int senders() {
+        return senders.size();
+    }
+
+    @Override
+    public synchronized long sendersEvicted() {
+        return senders.evicted();
+    }
+
+    /** A new address handle for the sender at {@code from}, QP {@code sourceQp}; under this. */
+    private VerbsDatagramPeer senderPeer(InetAddress from, int sourceQp) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(IbvQpAttr.AH_ATTR);
+            byte[] gid = new byte[16];
+            byte[] raw = from.getAddress();
+            if (raw.length == 4) {
+                gid[10] = (byte) 0xFF;
+                gid[11] = (byte) 0xFF;
+                System.arraycopy(raw, 0, gid, 12, 4);
+            } else {
+                gid = raw;
             }
-            senders.put(key, p);
-            peers.add(p);
-            return p;
+            MemorySegment.copy(gid, 0, attr, ValueLayout.JAVA_BYTE, offset(IbvQpAttr.AH_ATTR, "grh.dgid"), 16);
+            attr.set(ValueLayout.JAVA_BYTE, offset(IbvQpAttr.AH_ATTR, "grh.sgid_index"), (byte) sgidIndex);
+            attr.set(ValueLayout.JAVA_BYTE, offset(IbvQpAttr.AH_ATTR, "grh.hop_limit"), (byte) 64);
+            attr.set(ValueLayout.JAVA_BYTE, offset(IbvQpAttr.AH_ATTR, "is_global"), (byte) 1);
+            attr.set(ValueLayout.JAVA_BYTE, offset(IbvQpAttr.AH_ATTR, "port_num"), (byte) portNum);
+            return new VerbsDatagramPeer(this, LibIbverbs.createAh(device.pd, attr), new InetSocketAddress(from, 0),
+                    sourceQp, UDP_QKEY, false, true);
         }
     }
 
@@ -439,7 +515,8 @@ final class VerbsDatagramQueuePair implements DatagramQueuePair, VerbsConnection
     }
 
     private synchronized VerbsDatagramPeer peer(MemorySegment ahAttr, InetSocketAddress address, int qpn, int qkey, boolean group) {
-        VerbsDatagramPeer p = new VerbsDatagramPeer(this, LibIbverbs.createAh(device.pd, ahAttr), address, qpn, qkey, group);
+        VerbsDatagramPeer p = new VerbsDatagramPeer(this, LibIbverbs.createAh(device.pd, ahAttr), address, qpn, qkey, group,
+                false);
         peers.add(p);
         return p;
     }
@@ -477,34 +554,95 @@ final class VerbsDatagramQueuePair implements DatagramQueuePair, VerbsConnection
         LibRdmacm.destroyQp(qpId);
         LibRdmacm.destroyId(qpId);
         synchronized (this) {
+            // After the QP: no send can use them now, and none completes (the poll has stopped); before the PD.
             for (VerbsDatagramPeer p : peers) {
-                LibIbverbs.destroyAh(p.ah);   // after the QP: no send can use them now; before the PD
+                p.destroy();
             }
             peers.clear();
-            senders.clear();
+            for (VerbsDatagramPeer p : senders.clear()) {
+                p.destroy();
+            }
+            for (int i = 0; i < sendDepth; i++) {   // evicted senders whose sends were still in flight
+                VerbsDatagramPeer p = (VerbsDatagramPeer) IN_FLIGHT.getAndSet(inFlight, i, (VerbsDatagramPeer) null);
+                if (p != null) {
+                    p.destroy();
+                }
+            }
         }
         cq.close();
         arena.close();
     }
 
-    /** An address handle with the QPN and Q_Key a send to it carries. */
+    /**
+     * An address handle with the QPN and Q_Key a send to it carries. A sender's is evictable: its
+     * {@link AddressHandleUses} say when the handle may go (retired, and no send holds it).
+     */
     static final class VerbsDatagramPeer implements DatagramPeer {
+        private static final VarHandle DESTROYED;
+
+        static {
+            try {
+                DESTROYED = MethodHandles.lookup().findVarHandle(VerbsDatagramPeer.class, "destroyed", boolean.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
         final VerbsDatagramQueuePair owner;
         final MemorySegment ah;
         private final InetSocketAddress address;
         final int qpn;
         final int qkey;
         private final boolean group;
+        /** A sender's (in the table, evictable), not a resolve's or a group's. */
+        final boolean sender;
         volatile boolean left;
+        /** A sender's: the sends that hold it, and whether it was evicted. */
+        final AddressHandleUses uses = new AddressHandleUses();
+        @SuppressWarnings("unused")   // through DESTROYED
+        private volatile boolean destroyed;
 
         VerbsDatagramPeer(VerbsDatagramQueuePair owner, MemorySegment ah, InetSocketAddress address, int qpn, int qkey,
-                          boolean group) {
+                          boolean group, boolean sender) {
             this.owner = owner;
             this.ah = ah;
             this.address = address;
             this.qpn = qpn;
             this.qkey = qkey;
             this.group = group;
+            this.sender = sender;
+        }
+
+        /** A send is about to use the handle: false once it is retired (nothing is posted then). */
+        boolean hold() {
+            return uses.hold();
+        }
+
+        /** A send that held it completed (or was not posted): the last one of a retired peer destroys it. */
+        void release() {
+            if (uses.release()) {
+                destroy();
+            }
+        }
+
+        /** Evicted from the table: no send holds it from now on, and the last one in flight destroys it. */
+        void retire() {
+            if (uses.retire()) {
+                destroy();
+            }
+        }
+
+        /** Destroys the handle, once, whoever asks (a close destroys every handle, whatever holds it). */
+        void destroy() {
+            if (DESTROYED.compareAndSet(this, false, true)) {
+                try {
+                    LibIbverbs.destroyAh(ah);
+                } catch (RuntimeException e) {
+                    // ibv_destroy_ah fails only for a handle the device no longer knows: nothing more to free
+                    System.getLogger("dev.jrdma").log(System.Logger.Level.WARNING, "destroying the address handle of "
+                            + address + " failed", e);
+                }
+            }
         }
 
         @Override
