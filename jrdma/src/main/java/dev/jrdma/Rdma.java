@@ -74,6 +74,7 @@ public final class Rdma implements AutoCloseable {
     private final Set<SharedReceiveQueue> sharedQueues = ConcurrentHashMap.newKeySet();
     private final Set<DatagramEndpoint> datagramEndpoints = ConcurrentHashMap.newKeySet();
     private final int maxConnections;
+    private final int maxConnectionsPerSource;
     private final Set<RdmaServer> servers = ConcurrentHashMap.newKeySet();
     /** What every open region holds (not the regions: a dropped one can be collected and reported). */
     private final Set<RegionResources> regions = ConcurrentHashMap.newKeySet();
@@ -126,6 +127,7 @@ public final class Rdma implements AutoCloseable {
             }
         }
         this.maxConnections = b.maxConnections;
+        this.maxConnectionsPerSource = b.maxConnectionsPerSource;
         this.penalties = b.sourcePenalties ? new SourcePenalties() : null;
         this.pool = new RegisteredMemoryPool(device, AccessFlags.LOCAL_WRITE, b.hugePages);
         this.registrations = new RegistrationCache(device);
@@ -1023,6 +1025,14 @@ public final class Rdma implements AutoCloseable {
                 request.close();
                 return;
             }
+            if (from != null && maxConnectionsPerSource < maxConnections && fromSource(from) >= maxConnectionsPerSource) {
+                Log.limited("rdma.perSource", System.Logger.Level.WARNING, "rejected a connection from " + from + ": "
+                        + maxConnectionsPerSource + " connections from that address already (maxConnectionsPerSource)");
+                request.reject(Handshake.rejection("too many connections from this address: the server takes "
+                        + maxConnectionsPerSource));
+                request.close();
+                return;
+            }
             IoThread t = pickIo();
             Connection c = new Connection(Rdma.this, t, server.config, request.remoteAddress(), server);
             connections.add(c);
@@ -1064,6 +1074,18 @@ public final class Rdma implements AutoCloseable {
                 penalties.offended(from.getAddress());   // only a server's peers: a client chose its server
             }
         }
+    }
+
+    /** How many connections this instance's servers hold from {@code from}'s address (the control path: a scan). */
+    private int fromSource(InetSocketAddress from) {
+        int n = 0;
+        for (Connection c : connections) {
+            InetSocketAddress a = c.remoteAddress();
+            if (c.server != null && a != null && from.getAddress().equals(a.getAddress())) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** The accept policy's record of failed attempts and offences by source, or null when off (tests read its counts). IO thread 0. */
@@ -1191,6 +1213,7 @@ public final class Rdma implements AutoCloseable {
         private boolean leakDetection = Boolean.getBoolean("jrdma.leakDetection");
         private boolean hugePages;
         private int maxConnections = 4096;
+        private int maxConnectionsPerSource = 1024;
         private int maxPendingHandshakes = ConnectionLimits.DEFAULTS.maxPendingHandshakes();
         private java.time.Duration handshakeTimeout = java.time.Duration.ofNanos(ConnectionLimits.DEFAULTS.handshakeTimeoutNanos());
         private boolean sourcePenalties = true;
@@ -1231,6 +1254,24 @@ public final class Rdma implements AutoCloseable {
                 throw new IllegalArgumentException("maxConnections must be at least 1, not " + n);
             }
             maxConnections = n;
+            return this;
+        }
+
+        /**
+         * The most connections this instance's servers hold at once from one source address; a
+         * client past it is rejected with a reason ("too many connections from this address"), so
+         * that one client cannot take all of {@link #maxConnections}. Every process of one host is
+         * one source (all of loopback's clients, for a server on loopback). Default 1024; a value
+         * of {@code maxConnections} or more turns it off.
+         *
+         * @param n the most connections from one address at once
+         * @return this builder
+         */
+        public Builder maxConnectionsPerSource(int n) {
+            if (n < 1) {
+                throw new IllegalArgumentException("maxConnectionsPerSource must be at least 1, not " + n);
+            }
+            maxConnectionsPerSource = n;
             return this;
         }
 

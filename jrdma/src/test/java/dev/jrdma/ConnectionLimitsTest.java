@@ -50,6 +50,7 @@ class ConnectionLimitsTest {
     void limitsAreChecked() {
         assertThrows(IllegalArgumentException.class, () -> Rdma.builder().maxConnections(0));
         assertThrows(IllegalArgumentException.class, () -> Rdma.builder().maxPendingHandshakes(0));
+        assertThrows(IllegalArgumentException.class, () -> Rdma.builder().maxConnectionsPerSource(0));
         assertThrows(IllegalArgumentException.class, () -> Rdma.builder().handshakeTimeout(Duration.ZERO));
     }
 }
