@@ -33,12 +33,12 @@ final class PayloadBudget {
 
     PayloadBudget(long limitBytes, long stallMillis) {
         if (limitBytes < ParkedRequests.FRAME_COST) {
-            throw new IllegalArgumentException("a parked payload budget of " + limitBytes + " bytes: it must be at least "
-                    + ParkedRequests.FRAME_COST + " (one frame's record)");
+            throw new IllegalArgumentException("a parked payload budget of " + limitBytes + " bytes (-D" + BYTES_PROPERTY
+                    + "): it must be at least " + ParkedRequests.FRAME_COST + " (one frame's record)");
         }
         if (stallMillis <= 0 || stallMillis > Long.MAX_VALUE / 1_000_000) {
-            throw new IllegalArgumentException("a payload stall deadline of " + stallMillis + " ms: it must be positive"
-                    + " and at most " + Long.MAX_VALUE / 1_000_000);
+            throw new IllegalArgumentException("a payload stall deadline of " + stallMillis + " ms (-D" + STALL_PROPERTY
+                    + "): it must be positive and at most " + Long.MAX_VALUE / 1_000_000);
         }
         this.limit = limitBytes;
         this.stallNanos = stallMillis * 1_000_000;
@@ -50,10 +50,16 @@ final class PayloadBudget {
      */
     static synchronized PayloadBudget process() {
         if (process == null) {
-            process = new PayloadBudget(property(BYTES_PROPERTY, defaultBytes(Runtime.getRuntime().maxMemory())),
-                    property(STALL_PROPERTY, DEFAULT_STALL_MILLIS));
+            process = of(System.getProperty(BYTES_PROPERTY), System.getProperty(STALL_PROPERTY),
+                    Runtime.getRuntime().maxMemory());
         }
         return process;
+    }
+
+    /** A budget from the properties' values ({@code bytes}, {@code stallMillis}; null: the default) and the heap's maximum. */
+    static PayloadBudget of(String bytes, String stallMillis, long maxHeap) {
+        return new PayloadBudget(parse(BYTES_PROPERTY, bytes, defaultBytes(maxHeap)),
+                parse(STALL_PROPERTY, stallMillis, DEFAULT_STALL_MILLIS));
     }
 
     /** An eighth of {@code maxHeap}, within [{@value #MIN_DEFAULT}, {@value #MAX_DEFAULT}] bytes. */
@@ -61,8 +67,7 @@ final class PayloadBudget {
         return Math.clamp(maxHeap / 8, MIN_DEFAULT, MAX_DEFAULT);
     }
 
-    private static long property(String name, long otherwise) {
-        String v = System.getProperty(name);
+    private static long parse(String name, String v, long otherwise) {
         if (v == null) {
             return otherwise;
         }

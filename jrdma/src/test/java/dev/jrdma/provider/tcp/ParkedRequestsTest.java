@@ -87,6 +87,15 @@ class ParkedRequestsTest {
         IllegalArgumentException tiny = assertThrows(IllegalArgumentException.class, () -> new PayloadBudget(10, 1_000));
         assertTrue(tiny.getMessage().contains("10 bytes"), tiny.getMessage());
         IllegalArgumentException never = assertThrows(IllegalArgumentException.class, () -> new PayloadBudget(1 << 20, 0));
-        assertTrue(never.getMessage().contains("0 ms"), never.getMessage());
+        assertTrue(never.getMessage().contains("0 ms (-Djrdma.tcp.payloadStallMillis)"), never.getMessage());
+        IllegalArgumentException words = assertThrows(IllegalArgumentException.class,
+                () -> PayloadBudget.of("16m", null, 1L << 30));
+        assertTrue(words.getMessage().contains("-Djrdma.tcp.parkedBudgetBytes=16m: not a whole number"), words.getMessage());
+        PayloadBudget set = PayloadBudget.of(" 1048576 ", "250", 1L << 30);
+        assertEquals(1 << 20, set.limit());
+        assertEquals(250_000_000L, set.stallNanos());
+        PayloadBudget defaults = PayloadBudget.of(null, null, 1L << 30);
+        assertEquals(128L << 20, defaults.limit());
+        assertEquals(5_000_000_000L, defaults.stallNanos());
     }
 }
