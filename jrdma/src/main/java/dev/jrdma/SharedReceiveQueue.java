@@ -1,6 +1,7 @@
 package dev.jrdma;
 
 import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.exceptions.UnsupportedCapabilityException;
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.MemoryRegistration;
@@ -31,6 +32,20 @@ import java.util.function.Consumer;
  * connection only. A message larger than {@link #bufferSize()} fails the connection it came on,
  * as on a queue of its own (the peer is told the size at connect).
  *
+ * <p><b>What a shared pool promises.</b> On tcp and shm ({@link #enforcesFairShare()}), no
+ * connection can take the whole pool: while no more than the {@linkplain #fairShare reserve}
+ * are posted, a connection holding its fair share or more (buffers of messages not yet closed,
+ * and the one its next message is landing in) is given none of them; its next message waits, as
+ * for a receiver not ready, until it closes one of its messages or the pool refills, and fails
+ * with {@code RNR_RETRY_EXC_ERR} past its sender's RNR retries. So a connection whose messages are
+ * closed as they come always finds a buffer, however many another one hoards. By default the
+ * share is 1 buffer and the reserve an eighth of the buffers it was made with (at least 1). It does
+ * not promise equal shares above the reserve (a busy connection may use any buffer posted), nor
+ * a buffer for more connections at once than the reserve holds. On verbs the pool is the NIC's
+ * ({@code ibv_srq}): the NIC hands buffers out first come, first served, and nothing here can hold
+ * one connection back; size the pool and close messages promptly, and use {@link #onLowWater} to
+ * see it running low.
+ *
  * <p>Threads: every method is safe from any thread. Close it after the connections that use it
  * (the {@link Rdma}'s close closes it last).
  */
@@ -57,6 +72,10 @@ public final class SharedReceiveQueue implements AutoCloseable {
     private boolean freed;     // guarded by `this`
     /** Messages delivered and not closed: their buffers must outlive a close. Guarded by `this`. */
     private int lent;
+    /** The fair share: per connection, and the reserve it applies below (see the class doc). Guarded by `this`. */
+    private int fairShare = 1;
+    private int reserve;
+    private final boolean enforcesFairShare;
     private volatile int lowWaterLimit;
     private volatile Consumer<SharedReceiveQueue> lowWater;
     private final AtomicLong lowWaterEvents = new AtomicLong();
@@ -80,6 +99,8 @@ public final class SharedReceiveQueue implements AutoCloseable {
         this.buffer = new MemorySegment[capacity];
         this.lkey = new int[capacity];
         this.views = new MemorySegment[capacity];
+        this.reserve = Math.max(1, buffers / 8);
+        this.enforcesFairShare = queue.shareFairly(fairShare, reserve);
         try {
             addBuffers(buffers);
         } catch (RuntimeException e) {
@@ -152,6 +173,47 @@ public final class SharedReceiveQueue implements AutoCloseable {
             lowWater = callback;
             queue.armLimit(limit);
         }
+    }
+
+    /**
+     * Sets the fair share (see the class doc): while no more than {@code reserve} buffers are
+     * posted, a connection that holds {@code perConnection} or more is given none of them.
+     *
+     * @param perConnection buffers a connection may hold and still take from the reserve: 1 or more
+     * @param reserve       buffers kept for connections holding fewer: 0 (no reserve) to {@link #capacity()}
+     * @throws IllegalArgumentException              for a value out of range
+     * @throws UnsupportedCapabilityException on verbs, whose NIC hands buffers out itself
+     * @throws IllegalStateException                 when it is closed
+     */
+    public synchronized void fairShare(int perConnection, int reserve) {
+        checkOpen();
+        if (perConnection < 1 || reserve < 0 || reserve > capacity) {
+            throw new IllegalArgumentException("a fair share of " + perConnection + " buffers per connection with a reserve"
+                    + " of " + reserve + " on a shared receive queue of capacity " + capacity + " (1 or more; 0 to "
+                    + capacity + ")");
+        }
+        if (!enforcesFairShare) {
+            throw new UnsupportedCapabilityException("a fair share of a shared receive queue", device.name(),
+                    "its NIC hands the buffers out, first come, first served");
+        }
+        queue.shareFairly(perConnection, reserve);
+        this.fairShare = perConnection;
+        this.reserve = reserve;
+    }
+
+    /** {@return the buffers a connection may hold and still take from the {@link #reserve()}} */
+    public synchronized int fairShare() {
+        return fairShare;
+    }
+
+    /** {@return the buffers kept for connections that hold fewer than their {@link #fairShare()}} */
+    public synchronized int reserve() {
+        return reserve;
+    }
+
+    /** {@return whether its device holds a connection to its fair share (tcp, shm), or hands buffers out itself (verbs)} */
+    public boolean enforcesFairShare() {
+        return enforcesFairShare;
     }
 
     /**

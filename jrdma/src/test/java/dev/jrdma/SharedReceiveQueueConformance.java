@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.jrdma.exceptions.ConnectionClosedException;
+import dev.jrdma.exceptions.UnsupportedCapabilityException;
 
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
@@ -238,6 +239,11 @@ abstract class SharedReceiveQueueConformance {
             assertTrue(grow.getMessage().contains("capacity 6"), grow.getMessage());
             assertThrows(IllegalArgumentException.class, () -> srq.onLowWater(7, q -> { }));
             assertThrows(IllegalArgumentException.class, () -> srq.onLowWater(2, null));
+            if (srq.enforcesFairShare()) {
+                IllegalArgumentException share = assertThrows(IllegalArgumentException.class, () -> srq.fairShare(0, 1));
+                assertTrue(share.getMessage().contains("a fair share of 0 buffers per connection"), share.getMessage());
+                assertThrows(IllegalArgumentException.class, () -> srq.fairShare(1, 7));
+            }
             ConnectionConfig config = ConnectionConfig.builder().sharedReceiveQueue(srq).build();
             InetSocketAddress at = transport().nextServerAddress();
             IllegalArgumentException foreign = assertThrows(IllegalArgumentException.class,
@@ -255,6 +261,82 @@ abstract class SharedReceiveQueueConformance {
             assertTrue(closed.getMessage().contains("closed"), closed.getMessage());
             assertThrows(IllegalStateException.class, () -> srq.addBuffers(1));
             srq.close();   // idempotent
+        }
+    }
+
+    /**
+     * One connection whose receiver never reads its messages shares the pool with one that reads
+     * each as it comes: the hoarder takes the pool down to the reserve and its next message waits
+     * (RNR), while every one of the honest connection's sends completes. Before the fair share the
+     * hoarder took every buffer and 0 of 6 honest sends got through (RNR_RETRY_EXC_ERR). On verbs
+     * the NIC hands the buffers out, and the pool says it cannot hold a connection back.
+     */
+    @Test
+    void aConnectionThatNeverReadsItsMessagesDoesNotStarveAnother() throws Exception {
+        try (Rdma server = transport().server().build(); Rdma client = transport().client().build()) {
+            SharedReceiveQueue srq = server.sharedReceiveQueue(8, BUFFER);
+            if (!srq.enforcesFairShare()) {
+                UnsupportedCapabilityException e = assertThrows(UnsupportedCapabilityException.class,
+                        () -> srq.fairShare(1, 2));
+                assertTrue(e.getMessage().contains("first come, first served"), e.getMessage());
+                srq.close();
+                return;
+            }
+            assertEquals(1, srq.fairShare(), "by default a connection at 1 buffer takes none of the reserve");
+            assertEquals(1, srq.reserve(), "by default an eighth of the 8 buffers");
+            srq.fairShare(1, 2);
+            try (Pair greedy = pairWith(server, client, srq); Pair honest = pairWith(server, client, srq);
+                 LocalRegion buf = client.allocate(64)) {
+                List<CompletableFuture<Void>> hoarded = new ArrayList<>();
+                for (int i = 0; i < 8; i++) {   // as many as the pool has: none is read
+                    hoarded.add(greedy.conn().send(buf));
+                }
+                for (int i = 0; i < 6; i++) {
+                    hoarded.get(i).get(T, TimeUnit.SECONDS);
+                }
+                for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(T); srq.posted() > 2 && System.nanoTime() < end; ) {
+                    Thread.sleep(1);   // the hoarder's messages landing: the pool at its reserve, or below
+                }
+                int sent = 0;
+                Throwable failed = null;
+                for (int i = 0; i < 12 && failed == null; i++) {
+                    try {
+                        honest.conn().send(buf).get(T, TimeUnit.SECONDS);
+                        honest.served().receive().get(T, TimeUnit.SECONDS).close();
+                        sent++;
+                    } catch (ExecutionException e) {
+                        failed = e.getCause();
+                    }
+                }
+                assertEquals(12, sent, "honest sends completed while the other connection hoarded; then: " + failed);
+                for (int i = 6; i < 8; i++) {
+                    CompletableFuture<Void> held = hoarded.get(i);
+                    if (held.isDone()) {
+                        // The hoarder's own sends fail at their RNR retries, never the honest one's.
+                        ExecutionException e = assertThrows(ExecutionException.class, held::get);
+                        assertTrue(String.valueOf(e.getCause().getMessage()).contains("RNR_RETRY_EXC_ERR"),
+                                String.valueOf(e.getCause()));
+                    }
+                }
+                assertTrue(srq.posted() >= 2, "the hoarder never took the reserve: " + srq);
+                System.out.printf("[srq] %s: a hoarder held %d of 8 buffers; 12 of 12 honest sends completed%n",
+                        transport().provider(), 8 - srq.posted());
+                // The hoarder's messages outlive its connection until they are read and closed.
+                greedy.conn().close();
+                int drained = 0;
+                for (; drained <= 8; drained++) {
+                    try {
+                        greedy.served().receive().get(T, TimeUnit.SECONDS).close();
+                    } catch (ExecutionException closed) {
+                        assertInstanceOf(ConnectionClosedException.class, closed.getCause());
+                        break;
+                    }
+                }
+                assertTrue(drained >= 6 && drained <= 8, drained + " messages of the hoarder's were kept for it");
+            }
+            awaitConnections(srq, 0);
+            awaitPosted(srq, 8);
+            srq.close();
         }
     }
 

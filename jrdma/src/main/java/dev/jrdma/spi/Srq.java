@@ -29,6 +29,24 @@ public interface Srq {
      */
     void armLimit(int limit);
 
+    /**
+     * Sets the fair share: while no more than {@code reserve} receives are posted, a queue pair
+     * holding {@code perConnection} or more (claimed for a message, or completed and not posted
+     * again with the same {@code wrId}) takes none of them and waits as for an empty queue (RNR),
+     * so that queue pairs holding fewer always find one. Returns whether the provider enforces it:
+     * a software queue does (tcp, shm); a device's own (verbs: the NIC hands receives out first
+     * come, first served) cannot, and returns false. Owner's thread, as {@link #postRecv}.
+     *
+     * @throws IllegalArgumentException for {@code perConnection} below 1 or a reserve outside 0 to {@link #capacity}
+     */
+    default boolean shareFairly(int perConnection, int reserve) {
+        if (perConnection < 1 || reserve < 0 || reserve > capacity()) {
+            throw new IllegalArgumentException("a fair share of " + perConnection + " receives per connection with a"
+                    + " reserve of " + reserve + " on a shared receive queue of " + capacity());
+        }
+        return false;
+    }
+
     /** Destroys the queue; no queue pair may use it any more. */
     void close();
 }

@@ -3,6 +3,7 @@ package dev.jrdma.provider.tcp;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 
 /**
  * The peer's requests parked behind a SEND that found no receive posted (RNR), kept in order,
@@ -10,41 +11,65 @@ import java.util.ArrayDeque;
  * waits for its application must not stop reading the stream, or the responses to this side's
  * own requests behind them would wait too.
  *
- * <p>A budget bounds what a peer can make us hold: {@value #BUDGET} bytes per connection, each
- * frame's payload and a fixed {@value #FRAME_COST} bytes counted <em>before</em> anything is
- * allocated. A frame that does not {@link #fits fit} is not parked: its reader stops there.
- * On the progress thread only.
+ * <p>Two budgets bound what a peer can make us hold. Per connection, {@value #BUDGET} bytes: each
+ * frame's declared payload and a fixed {@value #FRAME_COST} bytes, counted <em>before</em>
+ * anything is allocated; a frame that does not {@link #fits fit} is not parked, and its reader
+ * stops there. For the process, the {@link PayloadBudget}: a frame's record is taken from it when
+ * it is parked, and its payload's memory as the bytes arrive, in chunks that grow from
+ * {@value #FIRST_CHUNK} bytes to {@value #MAX_CHUNK} ({@link #nextChunk}), never what a header
+ * declares: a peer that declares 8 MiB and sends 3 KiB holds 4 KiB. On the progress thread only
+ * ({@link #close} too, or once it no longer polls).
  */
 final class ParkedRequests implements AutoCloseable {
     static final long BUDGET = 8L << 20;
     /** What a parked frame costs beyond its payload: its header and its record, rounded up. */
     static final long FRAME_COST = 128;
+    /** The first chunk of a parked payload; each next one is twice the last, up to {@link #MAX_CHUNK}. */
+    static final int FIRST_CHUNK = 4096;
+    static final int MAX_CHUNK = 1 << 20;
 
     /** A request of the peer's, kept with its payload until it can be applied. */
     static final class Parked {
         final FrameHeader header = new FrameHeader();
         private Arena arena;
-        private MemorySegment payload;
+        /** Its payload, in order; their sizes add up to header.length once it is filled. */
+        private final ArrayList<MemorySegment> chunks = new ArrayList<>(0);
+        /** What it holds of the process's budget: its record and its chunks. */
+        private long charged;
 
-        /** Where its payload is (length bytes), or 0 for none. */
-        long payloadAddress() {
-            return payload == null ? 0 : payload.address();
+        int chunks() {
+            return chunks.size();
         }
 
-        private void free() {
+        long chunkAddress(int i) {
+            return chunks.get(i).address();
+        }
+
+        int chunkLength(int i) {
+            return (int) chunks.get(i).byteSize();
+        }
+
+        private void free(PayloadBudget budget) {
             if (arena != null) {
                 arena.close();
                 arena = null;
-                payload = null;
             }
+            chunks.clear();
+            budget.giveBack(charged);
+            charged = 0;
         }
     }
 
+    private final PayloadBudget budget;
     private final ArrayDeque<Parked> queue = new ArrayDeque<>();
     private long bytes;
     private int readsAndAtomics;
     /** The request whose payload is being read into its parked buffer, not yet in the queue. */
     private Parked filling;
+
+    ParkedRequests(PayloadBudget budget) {
+        this.budget = budget;
+    }
 
     boolean isEmpty() {
         return queue.isEmpty();
@@ -60,28 +85,59 @@ final class ParkedRequests implements AutoCloseable {
                 || h.type == TcpFrameDescriptor.FETCH_ADD;
     }
 
-    /** Whether a request of {@code length} payload bytes may be parked now. */
+    /** Whether a request of {@code length} payload bytes may be parked now (this connection's budget). */
     boolean fits(int length) {
         return bytes + FRAME_COST + length <= BUDGET;
     }
 
+    /** The process's budget this connection parks within. */
+    PayloadBudget budget() {
+        return budget;
+    }
+
     /**
-     * Parks the request {@code header} (which must {@link #fits fit}): returns the address its
-     * payload is to be read to (0 for none). It joins the queue at {@link #filled}.
+     * Parks the request {@code header} (which must {@link #fits fit}), its payload still to come
+     * ({@link #nextChunk}); false, and nothing is parked, when the process's budget has not even
+     * its record's {@value #FRAME_COST} bytes left. It joins the queue at {@link #filled}.
      */
-    long park(FrameHeader header) {
-        Parked p = new Parked();
-        p.header.copyFrom(header);
-        if (header.length > 0) {
-            p.arena = Arena.ofShared();
-            p.payload = p.arena.allocate(header.length, 8);
+    boolean park(FrameHeader header) {
+        if (!budget.tryTake(FRAME_COST)) {
+            return false;
         }
+        Parked p = new Parked();
+        p.charged = FRAME_COST;
+        p.header.copyFrom(header);
         bytes += FRAME_COST + header.length;
         if (answered(header)) {
             readsAndAtomics++;
         }
         filling = p;
-        return p.payloadAddress();
+        return true;
+    }
+
+    /**
+     * The next chunk of the filling request's payload, for the {@code left} bytes still to come:
+     * its size (then {@link #chunkAddress} is where it is), or 0 when the process's budget has no
+     * room for it now (nothing is allocated; try again later).
+     */
+    long nextChunk(long left) {
+        Parked p = filling;
+        long last = p.chunks.isEmpty() ? FIRST_CHUNK / 2 : p.chunks.getLast().byteSize();
+        long size = Math.min(left, Math.min(MAX_CHUNK, last * 2));
+        if (!budget.tryTake(size)) {
+            return 0;
+        }
+        p.charged += size;
+        if (p.arena == null) {
+            p.arena = Arena.ofShared();
+        }
+        p.chunks.add(p.arena.allocate(size, 8));
+        return size;
+    }
+
+    /** Where the chunk {@link #nextChunk} just gave is. */
+    long chunkAddress() {
+        return filling.chunks.getLast().address();
     }
 
     /** Whether a request is being parked (its payload still coming). */
@@ -107,17 +163,17 @@ final class ParkedRequests implements AutoCloseable {
         if (answered(p.header)) {
             readsAndAtomics--;
         }
-        p.free();
+        p.free(budget);
     }
 
     @Override
     public void close() {
         for (Parked p : queue) {
-            p.free();
+            p.free(budget);
         }
         queue.clear();
         if (filling != null) {
-            filling.free();
+            filling.free(budget);
             filling = null;
         }
         bytes = 0;

@@ -33,6 +33,7 @@ final class TcpDevice implements Device {
     final TcpSameHost sameHost;
 
     TcpDevice(String name, TcpSameHost sameHost) {
+        PayloadBudget.process();   // a bad -Djrdma.tcp.* setting is refused here, by name, not at the first connection
         this.name = name;
         this.sameHost = sameHost;
     }

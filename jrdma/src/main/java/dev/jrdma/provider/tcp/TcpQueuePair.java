@@ -32,7 +32,11 @@ import java.util.function.Consumer;
  * budget per connection, {@value ParkedRequests#BUDGET} bytes, payloads and a fixed
  * {@value ParkedRequests#FRAME_COST} bytes a frame counted: a frame that does not fit is not read
  * (nothing is allocated for what it declares) and the stream stops there, until parked frames
- * drain or a receive is posted; TCP flow control then holds the peer. While more than
+ * drain or a receive is posted; TCP flow control then holds the peer. The memory of parked
+ * payloads comes from one budget for the whole process ({@link PayloadBudget}), drawn as the
+ * bytes arrive; past it the stream stops too. A frame whose payload makes no progress for the
+ * stall deadline (5 s by default: the peer sends no more of it, or it waits that long for the
+ * process's budget) ends the connection, and frees what it held. While more than
  * {@value AnswerBacklog#LIMIT} bytes of our answers wait for the peer to read them,
  * its READs and atomics are parked (headers only) rather than answered: a peer that stops
  * reading gets no more answers, and one that reads gets them. After the peer's RNR budget,
@@ -568,6 +572,16 @@ final class TcpQueuePair implements QueuePair {
         Log.quietly(System.Logger.Level.WARNING, "tcp QP " + qpNum + ": the peer is silent, closing: " + what, null);
         Sockets.shutdown(fd, Sockets.SHUT_RDWR);
         gone("the peer is silent: " + what);
+    }
+
+    /**
+     * A frame's payload made no progress within the stall deadline ({@link PayloadBudget#stallNanos}):
+     * the connection ends, and with it what the frame held (its parked chunks, its registration).
+     */
+    void stalled(String what) {
+        LOG.log(System.Logger.Level.WARNING, "tcp QP {0}: a frame''s payload stalled, closing: {1}", qpNum, what);
+        Sockets.shutdown(fd, Sockets.SHUT_RDWR);
+        gone("payload stalled: " + what);
     }
 
     /** The peer broke the protocol: the connection ends, nothing of it is applied. */

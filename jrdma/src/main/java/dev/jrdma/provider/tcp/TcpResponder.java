@@ -18,7 +18,9 @@ import java.lang.foreign.MemorySegment;
  * registrations (SEND into a posted receive, WRITE, READ, atomics, FLUSH) and answers them in
  * order; responses to this side's own requests go to the {@link TcpRequester}. It keeps every
  * peer within its budgets: requests parked behind a SEND that waits for a receive
- * ({@link ParkedRequests}), past which the stream is not read, and answers the peer does not
+ * ({@link ParkedRequests}, within this connection's budget and the process's {@link PayloadBudget}),
+ * past which the stream is not read, a payload that stops coming (past the stall deadline the
+ * connection ends), and answers the peer does not
  * read ({@value AnswerBacklog#LIMIT} bytes), past which its READs and atomics wait, parked. The
  * first request it refuses is NAKed and nothing
  * more of the peer's is applied, as an RC responder does.
@@ -50,7 +52,7 @@ final class TcpResponder implements AutoCloseable {
     /** Executes and answers the peer's READs, atomics and FLUSHes. */
     private final TcpOneSided oneSided;
     /** The peer's requests parked behind a SEND that found no receive (RNR), replayed in order. */
-    private final ParkedRequests parked = new ParkedRequests();
+    private final ParkedRequests parked = new ParkedRequests(PayloadBudget.process());
     private boolean replaying;
     /**
      * The current frame's header is read but the frame is not taken: parking it would exceed the
@@ -58,6 +60,14 @@ final class TcpResponder implements AutoCloseable {
      */
     private volatile boolean deferred;   // written by the progress thread; posters read it to set the socket's watch
     private final FrameHeader deferredFrame = new FrameHeader();
+    /**
+     * The current frame's payload is being parked and the process's {@link PayloadBudget} has no
+     * room for its next chunk: the stream is not read until it has (see {@link #resumeStarved}).
+     */
+    private volatile boolean starved;   // written by the progress thread; posters read it to set the socket's watch
+    private long starvedSince;
+    /** When the current frame's payload last found nothing more to read (0: it is coming). */
+    private long quietSince;
     /** The frame being read (or replayed from the parked ones). */
     private final FrameHeader f = new FrameHeader();
     /** Where the current frame's payload goes. */
@@ -108,9 +118,9 @@ final class TcpResponder implements AutoCloseable {
         return rxEnd;
     }
 
-    /** Whether the current frame is deferred (the stream is not read until it is taken). */
+    /** Whether the stream is not read now: the current frame is deferred, or its parked payload waits for budget. */
     boolean deferred() {
-        return deferred;
+        return deferred || starved;
     }
 
     /** A SEND waits for a receive, at the head of the parked ones or deferred: a posted receive should wake the thread. */
@@ -136,6 +146,9 @@ final class TcpResponder implements AutoCloseable {
     }
 
     void receive() {
+        if (starved && !resumeStarved()) {
+            return;
+        }
         if (deferred && !retryDeferred()) {
             return;
         }
@@ -149,25 +162,32 @@ final class TcpResponder implements AutoCloseable {
                 int buffered = rxEnd - rxStart;
                 if (buffered > 0) {
                     int take = (int) Math.min(buffered, payload.left());
-                    place(rx.address() + rxStart, take);
-                    rxStart += take;
+                    int taken = place(rx.address() + rxStart, take);
+                    rxStart += taken;
+                    if (taken < take) {
+                        starve();
+                        return;
+                    }
                     continue;
                 }
-                if (payload.left() >= DIRECT_READ && payload.dest() != 0 && payload.enter()) {
+                long room;
+                if (payload.left() >= DIRECT_READ && (room = payload.room()) >= DIRECT_READ && payload.enter()) {
                     long n;
                     try {
-                        n = streamRead(payload.dest(), payload.left());
+                        n = streamRead(payload.dest(), room);
                     } finally {
                         payload.exit();
                     }
                     reads++;
                     if (n <= 0) {
                         if (!readFailed(n)) {
+                            payloadQuiet();
                             return;
                         }
                         continue;
                     }
                     payload.advance(n);
+                    quietSince = 0;
                     qp.requester.peerAlive();
                     if (payload.left() == 0) {
                         endPayload();
@@ -193,13 +213,70 @@ final class TcpResponder implements AutoCloseable {
             reads++;
             if (n <= 0) {
                 if (!readFailed(n)) {
+                    payloadQuiet();
                     return;
                 }
                 continue;
             }
             rxEnd += (int) n;
+            quietSince = 0;
             qp.requester.peerAlive();
         }
+    }
+
+    /**
+     * Nothing more came now: when a frame's payload is in progress, it must go on within the
+     * {@link PayloadBudget#stallNanos stall deadline}, or the connection ends (a payload that never
+     * comes would otherwise hold its frame, and what it parked, for good).
+     */
+    private void payloadQuiet() {
+        if (!inFrame || payload.left() == 0 || qp.state.peerGone()) {
+            return;
+        }
+        long now = System.nanoTime();
+        if (quietSince == 0) {
+            quietSince = now;
+        } else if (now - quietSince > parked.budget().stallNanos()) {
+            qp.stalled("the peer sent " + (f.length - payload.left()) + " of the " + f.length + " payload bytes of "
+                    + typeName(f.type) + " " + f.seq + ", then nothing for " + (now - quietSince) / 1_000_000 + " ms");
+        }
+    }
+
+    /**
+     * The parked payload found no room in the process's budget: the stream is not read (TCP flow
+     * control holds the peer) until a chunk can be drawn, on a later pass.
+     */
+    private void starve() {
+        starved = true;
+        starvedSince = System.nanoTime();
+        if (!qp.ringMode) {
+            qp.watchIn(false);   // the IO thread's passes (every 50 ms at least) try again
+        }
+    }
+
+    /**
+     * Tries to draw the chunk the parked payload waits for; true when it came and the stream may be
+     * read on. Waiting past the stall deadline ends the connection, and frees what it parked.
+     */
+    private boolean resumeStarved() {
+        if (qp.state.peerGone()) {
+            return false;
+        }
+        if (payload.room() == 0) {
+            long waited = System.nanoTime() - starvedSince;
+            if (waited > parked.budget().stallNanos()) {
+                qp.stalled(typeName(f.type) + " " + f.seq + " waited " + waited / 1_000_000 + " ms to park the rest of its "
+                        + f.length + " payload bytes (" + payload.left() + " to come): the process's "
+                        + parked.budget() + " are in use");
+            }
+            return false;
+        }
+        starved = false;
+        quietSince = 0;
+        if (!qp.ringMode) {
+            qp.watchIn(true);
+        }
+        return true;
     }
 
 
@@ -241,17 +318,20 @@ final class TcpResponder implements AutoCloseable {
     }
 
 
-    /** Copies {@code count} buffered payload bytes to where they go (or drops them). */
-    private void place(long from, int count) {
-        if (payload.place(from, count)) {
+    /** Copies {@code count} buffered payload bytes to where they go (or drops them): how many were taken (see {@link PayloadLanding#place}). */
+    private int place(long from, int count) {
+        int taken = payload.place(from, count);
+        if (payload.left() == 0) {
             endPayload();
         }
+        return taken;
     }
 
 
     private void beginFrame(int at) {
         f.decode(rx, at);
         inFrame = true;
+        quietSince = 0;
         payload.reset();
         if (f.length < 0 || (f.length > 0 && f.type != SEND && f.type != WRITE && f.type != READ_RESPONSE)) {
             qp.malformed("a " + typeName(f.type) + " frame claims " + f.length + " payload bytes");
@@ -341,8 +421,9 @@ final class TcpResponder implements AutoCloseable {
 
     /**
      * Parks the current request: its payload goes into a buffer of its own, and it is applied
-     * later, in order. False when that would exceed the budget ({@link ParkedRequests#BUDGET}):
-     * then nothing is allocated and the frame is {@link #defer deferred}; or when the peer has more
+     * later, in order. False when that would exceed the budget ({@link ParkedRequests#BUDGET}, or
+     * the process's {@link PayloadBudget} has not the frame's record left): then nothing is
+     * allocated and the frame is {@link #defer deferred}; or when the peer has more
      * READs and atomics waiting than it was granted: then the connection ends.
      */
     private boolean park() {
@@ -354,11 +435,11 @@ final class TcpResponder implements AutoCloseable {
             qp.malformed("more than the " + granted + " READs and atomics the handshake granted are waiting for answers");
             return false;
         }
-        if (!parked.fits(f.length)) {
+        if (!parked.fits(f.length) || !parked.park(f)) {
             defer();
             return false;
         }
-        payload.into(null, parked.park(f), f.length);
+        payload.intoParked(parked, f.length);
         return true;
     }
 
@@ -367,6 +448,7 @@ final class TcpResponder implements AutoCloseable {
     private void load(FrameHeader h) {
         f.copyFrom(h);
         inFrame = true;
+        quietSince = 0;
         payload.reset();
     }
 
@@ -393,7 +475,9 @@ final class TcpResponder implements AutoCloseable {
             }
             rnrSince = 0;   // the head went: the next SEND that finds no receive has a budget of its own
             if (payload.left() > 0) {
-                place(p.payloadAddress(), (int) payload.left());   // ends the frame
+                for (int i = 0; i < p.chunks(); i++) {
+                    place(p.chunkAddress(i), p.chunkLength(i));   // the last ends the frame
+                }
             } else {
                 endPayload();
             }

@@ -14,6 +14,13 @@ import java.util.List;
  * message's header arrives, not when it ends: with several progress threads, two messages must
  * never land in one buffer. A queue pair that found it empty is woken by the next post. One lock
  * guards it: posts come from the owner, claims from the queue pairs' progress threads.
+ *
+ * <p>A fair share ({@link #shareFairly}): each queue pair's share counts the receives it holds,
+ * from its claim until the owner posts that work request id again (its message was read and the
+ * buffer came back), through {@link LentReceives}. While no more than the reserve are posted, a
+ * share that holds its fair number or more claims none: its message waits (RNR) as if none were
+ * posted, and the reserve goes to queue pairs that hold fewer. A connection whose receiver never
+ * gives buffers back can take the pool down to the reserve, never below it.
  */
 final class TcpSharedReceiveQueue implements Srq {
     private final TcpRegistrations registrations;
@@ -27,6 +34,11 @@ final class TcpSharedReceiveQueue implements Srq {
     private boolean closed;
     /** Queue pairs that found no receive, to wake at the next post. Guarded by this. */
     private final List<TcpQueuePair> waiting = new ArrayList<>();
+    /** Who holds each receive handed out, until it is posted again. Guarded by this. */
+    private final LentReceives<Share> lent;
+    /** A share holding this many or more takes none of the last {@link #reserve} posted. Guarded by this. */
+    private int fairShare = Integer.MAX_VALUE;
+    private int reserve;
 
     TcpSharedReceiveQueue(TcpRegistrations registrations, int capacity, Runnable onLimit) {
         if (capacity < 1) {
@@ -39,6 +51,7 @@ final class TcpSharedReceiveQueue implements Srq {
         address = new long[capacity];
         length = new int[capacity];
         lkey = new int[capacity];
+        lent = new LentReceives<>(capacity);
     }
 
     @Override
@@ -58,6 +71,10 @@ final class TcpSharedReceiveQueue implements Srq {
             }
             if (count == capacity) {
                 return Errno.ENOMEM;
+            }
+            Share holder = lent.giveBack(id);
+            if (holder != null) {
+                holder.inUse--;
             }
             push(id, at, bytes, key);
             if (waiting.isEmpty()) {
@@ -91,10 +108,19 @@ final class TcpSharedReceiveQueue implements Srq {
     }
 
     @Override
+    public synchronized boolean shareFairly(int perConnection, int reserve) {
+        Srq.super.shareFairly(perConnection, reserve);   // checks the values
+        this.fairShare = perConnection;
+        this.reserve = reserve;
+        return true;
+    }
+
+    @Override
     public synchronized void close() {
         closed = true;
         count = 0;
         waiting.clear();
+        lent.clear();
     }
 
     /** A queue pair's share: the receive it claimed for its current message, if any. */
@@ -112,9 +138,16 @@ final class TcpSharedReceiveQueue implements Srq {
         return count;
     }
 
+    /** Receives {@code share} holds now (for tests and diagnostics). */
+    synchronized int inUse(ReceiveSource share) {
+        return ((Share) share).inUse;
+    }
+
     /** One queue pair's view: {@link ReceiveSource} over the shared queue. On that queue pair's progress thread. */
     final class Share implements ReceiveSource {
         private final TcpQueuePair qp;
+        /** Receives it claimed that were not posted again (held now, or lent in a message). Guarded by the queue. */
+        private int inUse;
         private boolean held;
         private long heldId, heldAddress;
         private int heldLength, heldLkey;
@@ -130,8 +163,10 @@ final class TcpSharedReceiveQueue implements Srq {
             }
             boolean fire;
             synchronized (TcpSharedReceiveQueue.this) {
-                if (count == 0) {
-                    if (!closed && !waiting.contains(qp)) {
+                if (count == 0 || (count <= reserve && inUse >= fairShare)) {
+                    // None posted, or only the reserve and this share has its fair number: it waits
+                    // for a post (a buffer of its own coming back, or the pool refilled).
+                    if (!closed && qp != null && !waiting.contains(qp)) {
                         waiting.add(qp);
                     }
                     return false;
@@ -143,6 +178,9 @@ final class TcpSharedReceiveQueue implements Srq {
                 heldLkey = lkey[i];
                 first = (first + 1) % capacity;
                 count--;
+                if (lent.lend(heldId, this)) {
+                    inUse++;
+                }
                 fire = limit > 0 && count < limit;
                 if (fire) {
                     limit = 0;   // one event per arming, as IBV_EVENT_SRQ_LIMIT_REACHED
@@ -191,6 +229,10 @@ final class TcpSharedReceiveQueue implements Srq {
             boolean returned = false;
             synchronized (TcpSharedReceiveQueue.this) {
                 waiting.remove(qp);
+                Share holder = held ? lent.giveBack(heldId) : null;
+                if (holder != null) {
+                    holder.inUse--;   // back in the queue, or completed flushed (then the owner posts it again)
+                }
                 if (held && !closed && count < capacity) {
                     first = (first - 1 + capacity) % capacity;
                     wrId[first] = heldId;

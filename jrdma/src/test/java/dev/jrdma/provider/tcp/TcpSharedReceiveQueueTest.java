@@ -138,4 +138,48 @@ class TcpSharedReceiveQueueTest {
             assertEquals(Errno.EINVAL, q.post(1, 0), "closed");
         }
     }
+
+    @Test
+    void aShareAtItsFairNumberTakesNoneOfTheReserveUntilOneOfItsOwnComesBack() {
+        try (Arena a = Arena.ofConfined()) {
+            Posted q = queue(a, 8, () -> { });
+            for (int i = 0; i < 8; i++) {
+                assertEquals(0, q.post(100 + i, i));
+            }
+            assertTrue(q.srq().shareFairly(1, 2));
+            ReceiveSource greedy = q.srq().share(null), honest = q.srq().share(null);
+            List<Long> hoarded = new ArrayList<>();
+            while (greedy.claim()) {
+                hoarded.add(greedy.take());   // completed, its message never closed: the buffer stays out
+            }
+            assertEquals(6, hoarded.size(), "the greedy share takes the pool down to the reserve of 2, not below");
+            assertEquals(6, q.srq().inUse(greedy));
+            assertEquals(2, q.srq().posted());
+            for (int round = 0; round < 10; round++) {
+                assertTrue(honest.claim(), "a share holding none takes from the reserve (round " + round + ")");
+                long id = honest.take();
+                assertFalse(greedy.claim(), "the greedy share still waits");
+                assertEquals(1, q.srq().inUse(honest));
+                assertEquals(0, q.post(id, (int) (id - 100)), "the honest message is closed: its buffer goes back");
+                assertEquals(0, q.srq().inUse(honest));
+            }
+            long back = hoarded.removeFirst();
+            assertEquals(0, q.post(back, (int) (back - 100)));
+            assertEquals(5, q.srq().inUse(greedy), "one of the greedy share's own came back");
+            assertTrue(greedy.claim(), "5 held, 3 posted: above the reserve it may take one again");
+            greedy.take();
+            assertFalse(greedy.claim(), "and then, at the reserve, no more");
+        }
+    }
+
+    @Test
+    void aFairShareOutOfRangeIsRefusedByName() {
+        try (Arena a = Arena.ofConfined()) {
+            Posted q = queue(a, 4, () -> { });
+            IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> q.srq().shareFairly(0, 1));
+            assertTrue(none.getMessage().contains("a fair share of 0 receives"), none.getMessage());
+            IllegalArgumentException big = assertThrows(IllegalArgumentException.class, () -> q.srq().shareFairly(1, 5));
+            assertTrue(big.getMessage().contains("reserve of 5 on a shared receive queue of 4"), big.getMessage());
+        }
+    }
 }
