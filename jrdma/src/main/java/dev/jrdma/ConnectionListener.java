@@ -46,9 +46,12 @@ public interface ConnectionListener {
 
     /**
      * The policy's attempts or time are used up (or the Rdma closed); {@code lastCause} is the last attempt's failure.
+     * When the round's reconnects were made but each failed before it was healthy
+     * ({@link ReconnectPolicy#healthyAfter}: a server that accepts and drops them), it is a
+     * {@code ConnectionClosedException} saying so, whose cause is the last failure.
      *
      * @param connection the connection, the same object across reconnects
-     * @param lastCause the last attempt's failure
+     * @param lastCause the last attempt's failure (or, after reconnects that were not healthy, one naming them)
      */
     default void gaveUp(Connection connection, RdmaException lastCause) {
     }

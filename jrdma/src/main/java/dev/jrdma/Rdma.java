@@ -28,6 +28,7 @@ import dev.jrdma.device.DeviceCapabilities;
 import dev.jrdma.spi.MemoryRegistration;
 import dev.jrdma.spi.Provider;
 import dev.jrdma.spi.Providers;
+import dev.jrdma.spi.SourceAddress;
 
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
@@ -127,7 +128,8 @@ public final class Rdma implements AutoCloseable {
             }
         }
         this.maxConnections = b.maxConnections;
-        this.maxConnectionsPerSource = b.maxConnectionsPerSource;
+        this.maxConnectionsPerSource = b.maxConnectionsPerSource > 0 ? b.maxConnectionsPerSource
+                : Math.min(b.maxConnections, Math.max(1024, b.maxConnections / 4));
         this.penalties = b.sourcePenalties ? new SourcePenalties() : null;
         this.pool = new RegisteredMemoryPool(device, AccessFlags.LOCAL_WRITE, b.hugePages);
         this.registrations = new RegistrationCache(device);
@@ -1079,9 +1081,10 @@ public final class Rdma implements AutoCloseable {
     /** How many connections this instance's servers hold from {@code from}'s address (the control path: a scan). */
     private int fromSource(InetSocketAddress from) {
         int n = 0;
+        SourceAddress source = SourceAddress.of(from.getAddress());
         for (Connection c : connections) {
             InetSocketAddress a = c.remoteAddress();
-            if (c.server != null && a != null && from.getAddress().equals(a.getAddress())) {
+            if (c.server != null && a != null && source.equals(SourceAddress.of(a.getAddress()))) {
                 n++;
             }
         }
@@ -1213,7 +1216,8 @@ public final class Rdma implements AutoCloseable {
         private boolean leakDetection = Boolean.getBoolean("jrdma.leakDetection");
         private boolean hugePages;
         private int maxConnections = 4096;
-        private int maxConnectionsPerSource = 1024;
+        /** 0: the default, 1024 or a quarter of maxConnections if that is more (never more than maxConnections). */
+        private int maxConnectionsPerSource;
         private int maxPendingHandshakes = ConnectionLimits.DEFAULTS.maxPendingHandshakes();
         private java.time.Duration handshakeTimeout = java.time.Duration.ofNanos(ConnectionLimits.DEFAULTS.handshakeTimeoutNanos());
         private boolean sourcePenalties = true;
@@ -1261,8 +1265,10 @@ public final class Rdma implements AutoCloseable {
          * The most connections this instance's servers hold at once from one source address; a
          * client past it is rejected with a reason ("too many connections from this address"), so
          * that one client cannot take all of {@link #maxConnections}. Every process of one host is
-         * one source (all of loopback's clients, for a server on loopback). Default 1024; a value
-         * of {@code maxConnections} or more turns it off.
+         * one source (all of loopback's clients, for a server on loopback). IPv4 sources count by
+         * address, IPv6 ones by /64. Default: 1024, or a quarter of {@link #maxConnections} when
+         * that is more (and at most {@code maxConnections}); a value of {@code maxConnections} or
+         * more turns it off.
          *
          * @param n the most connections from one address at once
          * @return this builder

@@ -1,6 +1,7 @@
 package dev.jrdma.engine.admission;
 
-import java.net.Inet4Address;
+import dev.jrdma.spi.SourceAddress;
+
 import java.net.InetAddress;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -22,7 +23,7 @@ import java.util.function.LongSupplier;
  * <p>The table is bounded ({@code maxSources}): past it the source least recently seen that is not
  * waiting goes first (a waiting one only when all are), so a flood of addresses costs a bounded
  * amount of memory and cannot wash a waiting source's record out while clean ones are there.
- * IPv6 sources count by their /64 (one host holds a whole /64); IPv4 ones by address.
+ * Sources are counted as {@link SourceAddress} says: IPv4 by address, IPv6 by /64.
  *
  * <p>Threads: one owner, the thread that handles the connection manager's events (an
  * {@code Rdma}'s IO thread 0); nothing here is synchronized.
@@ -41,7 +42,7 @@ public final class SourcePenalties {
     private final int maxSources;
     private final LongSupplier clock;
     /** In access order (least recently seen first). */
-    private final LinkedHashMap<Source, Record> records = new LinkedHashMap<>(64, 0.75f, true);
+    private final LinkedHashMap<SourceAddress, Record> records = new LinkedHashMap<>(64, 0.75f, true);
     private long authFailures;
     private long offences;
     private long refusedWhileWaiting;
@@ -79,7 +80,7 @@ public final class SourcePenalties {
      * nanoseconds; 0 when it may try now} A positive answer counts as a request refused.
      */
     public long waitNanos(InetAddress source) {
-        Record r = records.get(Source.of(source));
+        Record r = records.get(SourceAddress.of(source));
         if (r == null) {
             return 0;
         }
@@ -129,7 +130,7 @@ public final class SourcePenalties {
     }
 
     private Record record(InetAddress source) {
-        Source key = Source.of(source);
+        SourceAddress key = SourceAddress.of(source);
         long now = clock.getAsLong();
         Record r = records.get(key);
         if (r != null && now - r.lastFailure > forgetAfterNanos) {
@@ -148,10 +149,10 @@ public final class SourcePenalties {
 
     /** Drops the least recently seen source that is not waiting (or, when all are, the least recently seen). */
     private void evictOne(long now) {
-        Iterator<Map.Entry<Source, Record>> it = records.entrySet().iterator();
-        Map.Entry<Source, Record> first = null;
+        Iterator<Map.Entry<SourceAddress, Record>> it = records.entrySet().iterator();
+        Map.Entry<SourceAddress, Record> first = null;
         while (it.hasNext()) {
-            Map.Entry<Source, Record> e = it.next();
+            Map.Entry<SourceAddress, Record> e = it.next();
             if (first == null) {
                 first = e;
             }
@@ -175,25 +176,12 @@ public final class SourcePenalties {
         void failed(long now, int excess) {
             lastFailure = now;
             if (excess > 0) {
-                int shift = Math.min(excess - 1, 40);
-                long delay = baseDelayNanos << shift;
-                waitUntil = now + (delay <= 0 || delay > maxDelayNanos ? maxDelayNanos : delay);
+                int shift = excess - 1;
+                // Shifted past its highest bit, base would wrap (to anything, even below max): max then.
+                long delay = shift >= Long.numberOfLeadingZeros(baseDelayNanos) - 1 ? maxDelayNanos
+                        : Math.min(baseDelayNanos << shift, maxDelayNanos);
+                waitUntil = now + delay;
             }
-        }
-    }
-
-    /** A source as counted: an IPv4 address, or an IPv6 address's /64. */
-    private record Source(long high, long low) {
-        static Source of(InetAddress a) {
-            byte[] b = a.getAddress();
-            if (a instanceof Inet4Address) {
-                return new Source(-1, ((b[0] & 0xFFL) << 24) | ((b[1] & 0xFFL) << 16) | ((b[2] & 0xFFL) << 8) | (b[3] & 0xFFL));
-            }
-            long high = 0;
-            for (int i = 0; i < 8; i++) {
-                high = (high << 8) | (b[i] & 0xFF);
-            }
-            return new Source(high, 0);
         }
     }
 }

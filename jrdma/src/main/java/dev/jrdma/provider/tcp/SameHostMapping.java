@@ -77,7 +77,9 @@ final class SameHostMapping {
                 // An honest peer asks only for keys it was given: one closed since is answered
                 // "not shareable", and the operation behind it fails with a remote access error,
                 // ending the connection. A second such request is a search for keys.
-                qp.malformed(ungrantedKeyMapRequests + " MAP_REQUESTs named keys it was not granted (probing for keys)");
+                // Not an offence by itself (two regions closed under an honest peer's requests): a
+                // key never issued was counted as one above.
+                qp.failConnection(ungrantedKeyMapRequests + " MAP_REQUESTs named keys it was not granted (probing for keys)");
                 return false;
             }
         }

@@ -17,10 +17,10 @@ import dev.jrdma.spi.ConnectionLimits;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.QueuePairOwner;
 import dev.jrdma.spi.QueuePairSpec;
+import dev.jrdma.spi.SourceAddress;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -317,10 +317,11 @@ final class TcpConnectionManager implements ConnectionManager {
 
     private int acceptAll(TcpCmListener l, CmEventHandler handler) {
         int count = 0;
-        for (int s; count < MAX_ACCEPTS_PER_PASS && (s = acceptUnlessFull(l)) >= 0; count++) {
+        for (int s; count < MAX_ACCEPTS_PER_PASS && (s = acceptUnlessFull(l, handler)) >= 0; count++) {
+            TcpCmEndpoint e;
             try {
                 Sockets.setIntOption(s, Sockets.IPPROTO_TCP, Sockets.TCP_NODELAY, 1, "TCP_NODELAY");
-                TcpCmEndpoint e = new TcpCmEndpoint(this, s, l, Sockets.remoteAddress(s),
+                e = new TcpCmEndpoint(this, s, l, Sockets.remoteAddress(s),
                         TcpCmEndpoint.Phase.AWAITING_HELLO, System.nanoTime() + limits.handshakeTimeoutNanos(),
                         device.nextQpNum());
                 watchNew(s, Sockets.EPOLLIN | Sockets.EPOLLRDHUP);   // first: a failure leaves nothing tracked
@@ -329,32 +330,57 @@ final class TcpConnectionManager implements ConnectionManager {
                     pendingHandshakes++;
                 }
                 track(e);
-                e.onReady(handler);
-            } catch (RdmaException | IllegalStateException e) {
+            } catch (RdmaException | IllegalStateException ex) {
                 forget(s);
                 Sockets.close(s);
+                continue;
+            }
+            try {
+                e.onReady(handler);
+            } catch (RuntimeException ex) {
+                // The endpoint owns the socket now (and may own a queue pair): it closes them, once.
+                Log.quietly(System.Logger.Level.WARNING, "tcp: dropped a connection from " + e.remoteAddress()
+                        + " whose handshake failed: " + ex, null);
+                e.close();
             }
         }
         return count;   // more may wait: the listener stays readable, and a pass that did work looks again soon
     }
 
     /**
-     * Makes room for one more handshake when {@link ConnectionLimits#maxPendingHandshakes} are
-     * under way: drops the oldest of those still waiting for the client's HELLO, taken from the
-     * source address that holds the most of them (so one source, however many sockets it opens,
-     * pushes out its own first). An honest client sends its HELLO as it connects, and is read as
-     * it is accepted: what waits longest for one is a socket that says nothing, or a byte at a
-     * time. Under pressure a handshake's deadline thus shrinks from the handshake timeout to the
-     * time until {@code maxPendingHandshakes} newer ones came. False when none waits for a HELLO
-     * (all are further on): then accepting pauses, as before. Guarded by this.
+     * The handshake to drop to make room for one more when {@link ConnectionLimits#maxPendingHandshakes}
+     * are under way, or null when none may go. An honest client sends its HELLO as it connects,
+     * and is read as it is accepted, and its READY_TO_USE as our ACCEPT arrives: what waits
+     * longest for either is a socket that says nothing, or a byte at a time. So the candidate is
+     * the oldest of those waiting for a HELLO, from the source that holds the most of them (one
+     * source, however many sockets it opens, pushes out its own first); when none waits for a
+     * HELLO, the oldest of those waiting {@value #MIN_ACCEPT_SENT_AGE_MS} ms or more for their
+     * READY_TO_USE, from the source holding the most. Under pressure a handshake's deadline thus
+     * shrinks from the handshake timeout to the time until {@code maxPendingHandshakes} newer
+     * ones came. Those in between (the application deciding) are never dropped: that time is
+     * ours. Guarded by this.
      */
-    private boolean evictOneAwaitingHello() {
-        Map<InetAddress, Integer> bySource = new HashMap<>();
-        InetAddress busiest = null;
+    private TcpCmEndpoint evictionCandidate() {
+        TcpCmEndpoint victim = oldestOfBusiest(TcpCmEndpoint.Phase.AWAITING_HELLO, 0);
+        return victim != null ? victim : oldestOfBusiest(TcpCmEndpoint.Phase.ACCEPT_SENT, MIN_ACCEPT_SENT_AGE_MS * 1_000_000L);
+    }
+
+    /** A handshake in its ACCEPT_SENT phase only this long is never dropped to make room: the client's answer is on its way. */
+    static final long MIN_ACCEPT_SENT_AGE_MS = 50;
+
+    /**
+     * The oldest pending handshake in {@code phase} for {@code minAgeNanos} or more, of the source
+     * holding most of them. A phase's deadline is its start plus the handshake timeout.
+     */
+    private TcpCmEndpoint oldestOfBusiest(TcpCmEndpoint.Phase phase, long minAgeNanos) {
+        long startedBy = System.nanoTime() - minAgeNanos;
+        long timeout = limits.handshakeTimeoutNanos();
+        Map<SourceAddress, Integer> bySource = new HashMap<>();
+        SourceAddress busiest = null;
         int most = 0;
         for (TcpCmEndpoint e : handshaking) {
-            if (e.countsAsPending && e.phase == TcpCmEndpoint.Phase.AWAITING_HELLO) {
-                InetAddress a = e.remoteAddress().getAddress();
+            if (e.countsAsPending && e.phase == phase && (e.deadlineNanos - timeout) - startedBy <= 0) {
+                SourceAddress a = SourceAddress.of(e.remoteAddress().getAddress());
                 int n = bySource.merge(a, 1, Integer::sum);
                 if (n > most) {
                     most = n;
@@ -363,20 +389,27 @@ final class TcpConnectionManager implements ConnectionManager {
             }
         }
         for (TcpCmEndpoint e : handshaking) {
-            if (e.countsAsPending && e.phase == TcpCmEndpoint.Phase.AWAITING_HELLO
-                    && e.remoteAddress().getAddress().equals(busiest)) {
-                evicted++;
-                Log.limited("tcp.handshakeEvicted", System.Logger.Level.INFO, "tcp: " + limits.maxPendingHandshakes()
-                        + " handshakes pending: dropped the oldest waiting for its HELLO, from " + e.remoteAddress()
-                        + " (" + evicted + " dropped so far)");
-                e.close();
-                return true;
+            if (e.countsAsPending && e.phase == phase && (e.deadlineNanos - timeout) - startedBy <= 0
+                    && SourceAddress.of(e.remoteAddress().getAddress()).equals(busiest)) {
+                return e;
             }
         }
-        return false;
+        return null;
     }
 
-    /** Handshakes dropped to make room ({@link #evictOneAwaitingHello}); guarded by this. */
+    /** Drops {@code victim} to make room (see {@link #evictionCandidate}); on the manager's thread, outside the lock. */
+    private void evict(TcpCmEndpoint victim, CmEventHandler handler) {
+        long n;
+        synchronized (this) {
+            n = ++evicted;
+        }
+        Log.limited("tcp.handshakeEvicted", System.Logger.Level.INFO, "tcp: " + limits.maxPendingHandshakes()
+                + " handshakes pending: dropped the oldest waiting for the client (" + victim.phase + "), from "
+                + victim.remoteAddress() + " (" + n + " dropped so far)");
+        victim.evict(handler);
+    }
+
+    /** Handshakes dropped to make room ({@link #evictionCandidate}); guarded by this. */
     private long evicted;
 
     /**
@@ -422,9 +455,10 @@ final class TcpConnectionManager implements ConnectionManager {
      * in the kernel's backlog, costing us nothing; a slow handshake frees its place within the
      * handshake time-out.
      */
-    private int acceptUnlessFull(TcpCmListener l) {
+    private int acceptUnlessFull(TcpCmListener l, CmEventHandler handler) {
+        TcpCmEndpoint victim = null;
         synchronized (this) {
-            if (pendingHandshakes >= limits.maxPendingHandshakes() && !evictOneAwaitingHello()) {
+            if (pendingHandshakes >= limits.maxPendingHandshakes() && (victim = evictionCandidate()) == null) {
                 l.resumeAt = System.nanoTime() + 10_000_000L;
                 watch(l.fd, 0);
                 if (!backingOff.contains(l)) {
@@ -433,7 +467,11 @@ final class TcpConnectionManager implements ConnectionManager {
                 return -1;
             }
         }
-        return acceptOrBackOff(l);
+        int s = acceptOrBackOff(l);
+        if (s >= 0 && victim != null) {
+            evict(victim, handler);   // only once a newcomer is in hand: an empty backlog costs nobody their place
+        }
+        return s;
     }
 
     /** Watches again the listeners whose accept back-off is over; on the manager's thread. */

@@ -195,7 +195,7 @@ final class TcpQueuePair implements QueuePair {
     boolean awaitPeerRing() {
         int got = rings == null ? -1 : rings.pollPeerRing();
         if (got < 0) {
-            malformed("the server's ring was not handed over as a sealed memfd on the same-host channel ("
+            failConnection("the server's ring was not handed over as a sealed memfd on the same-host channel ("
                     + (rings == null ? "no same-host link" : rings.whyNoPeerRing()) + ")");
             return false;
         }
@@ -586,8 +586,17 @@ final class TcpQueuePair implements QueuePair {
 
     /** The peer broke the protocol: the connection ends, nothing of it is applied. */
     void malformed(String what) {
-        LOG.log(System.Logger.Level.WARNING, "tcp QP {0}: protocol error from the peer, closing: {1}", qpNum, what);
         offended("protocol error: " + what);
+        failConnection(what);
+    }
+
+    /**
+     * Ends the connection for what the peer did or failed to do, as {@link #malformed} does, but
+     * without holding it against the peer's address: an honest peer can be slow (a pause longer
+     * than a budget's deadline) or lose a race (two regions closed under its requests).
+     */
+    void failConnection(String what) {
+        LOG.log(System.Logger.Level.WARNING, "tcp QP {0}: protocol error from the peer, closing: {1}", qpNum, what);
         Sockets.shutdown(fd, Sockets.SHUT_RDWR);
         gone("protocol error: " + what);
     }

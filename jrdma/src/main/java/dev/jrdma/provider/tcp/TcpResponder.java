@@ -365,7 +365,7 @@ final class TcpResponder implements AutoCloseable {
         }
         String stalled = answers.stalled();
         if (stalled != null) {
-            qp.malformed(stalled);
+            qp.failConnection(stalled);   // slow, not hostile: no offence against its address
         }
         return true;
     }

@@ -81,7 +81,10 @@ class KeyGuessingTest {
             }
             System.out.println("KeyGuessingTest " + provider + ": " + accepted + " connections guessed a key before "
                     + "127.0.0.2 had to wait: " + refusal[0]);
-            assertEquals(17, accepted, "16 guessed keys are free, the 17th makes its source wait: the 18th connection is refused");
+            // 16 guessed keys are free and the 17th makes its source wait 100 ms: the 18th connection is
+            // refused (or, when the machine paused for those 100 ms, the one after the 18th's guess).
+            assertTrue(accepted == 17 || accepted == 18, accepted + " connections guessed a key before their source"
+                    + " had to wait (16 free, then 100 ms doubling)");
             assertTrue(refusal[0] != null && refusal[0].contains("too many failed attempts from this address: retry in"),
                     String.valueOf(refusal[0]));
             // An honest peer whose key went stale (the region closed) is refused, and not held back.
