@@ -324,23 +324,6 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         }
     }
 
-    /**
-     * Server: dropped to make room for a newer handshake (see the manager's eviction). One waiting
-     * for its HELLO has nothing yet; one waiting for its READY_TO_USE has a connection the
-     * application was told of, which fails as at the handshake timeout.
-     */
-    void evict(CmEventHandler handler) {
-        if (phase == Phase.ACCEPT_SENT) {
-            phase = Phase.DONE;
-            manager.forget(fd);
-            handler.onError(this, "dropped to make room for newer handshakes: the peer did not finish its handshake"
-                    + " while " + manager.limits().maxPendingHandshakes() + " were pending (Rdma.Builder.maxPendingHandshakes)",
-                    Errno.ETIMEDOUT);
-        } else {
-            close();
-        }
-    }
-
     /** Delivers the disconnect of an established endpoint once. */
     void reportDisconnect(CmEventHandler handler) {
         if (!disconnectReported && !closed) {

@@ -349,37 +349,23 @@ final class TcpConnectionManager implements ConnectionManager {
 
     /**
      * The handshake to drop to make room for one more when {@link ConnectionLimits#maxPendingHandshakes}
-     * are under way, or null when none may go. An honest client sends its HELLO as it connects,
-     * and is read as it is accepted, and its READY_TO_USE as our ACCEPT arrives: what waits
-     * longest for either is a socket that says nothing, or a byte at a time. So the candidate is
-     * the oldest of those waiting for a HELLO, from the source that holds the most of them (one
-     * source, however many sockets it opens, pushes out its own first); when none waits for a
-     * HELLO, the oldest of those waiting {@value #MIN_ACCEPT_SENT_AGE_MS} ms or more for their
-     * READY_TO_USE, from the source holding the most. Under pressure a handshake's deadline thus
-     * shrinks from the handshake timeout to the time until {@code maxPendingHandshakes} newer
-     * ones came. Those in between (the application deciding) are never dropped: that time is
-     * ours. Guarded by this.
+     * are under way, or null when none may go: the oldest of those waiting for the client's HELLO,
+     * from the source address that holds the most of them (one source, however many sockets it
+     * opens, pushes out its own first). An honest client sends its HELLO as it connects, and is
+     * read as it is accepted: what waits longest for one is a socket that says nothing, or a byte
+     * at a time. Under pressure a handshake's deadline thus shrinks from the handshake timeout to
+     * the time until {@code maxPendingHandshakes} newer ones came. Those further on are never
+     * dropped: one waiting for the application is waiting for us, and one waiting for the
+     * client's READY_TO_USE may be a client of an honest burst (a 64-member group forming on one
+     * host) that already counts the connection as made (dropping those, 1 s old or more, broke
+     * such a group in a test). Guarded by this.
      */
     private TcpCmEndpoint evictionCandidate() {
-        TcpCmEndpoint victim = oldestOfBusiest(TcpCmEndpoint.Phase.AWAITING_HELLO, 0);
-        return victim != null ? victim : oldestOfBusiest(TcpCmEndpoint.Phase.ACCEPT_SENT, MIN_ACCEPT_SENT_AGE_MS * 1_000_000L);
-    }
-
-    /** A handshake in its ACCEPT_SENT phase only this long is never dropped to make room: the client's answer is on its way. */
-    static final long MIN_ACCEPT_SENT_AGE_MS = 50;
-
-    /**
-     * The oldest pending handshake in {@code phase} for {@code minAgeNanos} or more, of the source
-     * holding most of them. A phase's deadline is its start plus the handshake timeout.
-     */
-    private TcpCmEndpoint oldestOfBusiest(TcpCmEndpoint.Phase phase, long minAgeNanos) {
-        long startedBy = System.nanoTime() - minAgeNanos;
-        long timeout = limits.handshakeTimeoutNanos();
         Map<SourceAddress, Integer> bySource = new HashMap<>();
         SourceAddress busiest = null;
         int most = 0;
         for (TcpCmEndpoint e : handshaking) {
-            if (e.countsAsPending && e.phase == phase && (e.deadlineNanos - timeout) - startedBy <= 0) {
+            if (e.countsAsPending && e.phase == TcpCmEndpoint.Phase.AWAITING_HELLO) {
                 SourceAddress a = SourceAddress.of(e.remoteAddress().getAddress());
                 int n = bySource.merge(a, 1, Integer::sum);
                 if (n > most) {
@@ -389,7 +375,7 @@ final class TcpConnectionManager implements ConnectionManager {
             }
         }
         for (TcpCmEndpoint e : handshaking) {
-            if (e.countsAsPending && e.phase == phase && (e.deadlineNanos - timeout) - startedBy <= 0
+            if (e.countsAsPending && e.phase == TcpCmEndpoint.Phase.AWAITING_HELLO
                     && SourceAddress.of(e.remoteAddress().getAddress()).equals(busiest)) {
                 return e;
             }
@@ -397,16 +383,36 @@ final class TcpConnectionManager implements ConnectionManager {
         return null;
     }
 
+    /**
+     * Drops a handshake to make room, {@code first} the candidate: each is read first, since what
+     * its client sent meanwhile counts (this side may be the slow one); one that moved on stays,
+     * and the next candidate is tried, up to 8. On the manager's thread, outside the lock.
+     */
+    private void makeRoom(TcpCmEndpoint first, CmEventHandler handler) {
+        TcpCmEndpoint victim = first;
+        for (int tries = 0; victim != null && tries < 8; tries++) {
+            TcpCmEndpoint.Phase before = victim.phase;
+            victim.onReady(handler);
+            if (victim.phase == before && victim.countsAsPending) {
+                evict(victim);
+                return;
+            }
+            synchronized (this) {
+                victim = evictionCandidate();
+            }
+        }
+    }
+
     /** Drops {@code victim} to make room (see {@link #evictionCandidate}); on the manager's thread, outside the lock. */
-    private void evict(TcpCmEndpoint victim, CmEventHandler handler) {
+    private void evict(TcpCmEndpoint victim) {
         long n;
         synchronized (this) {
             n = ++evicted;
         }
         Log.limited("tcp.handshakeEvicted", System.Logger.Level.INFO, "tcp: " + limits.maxPendingHandshakes()
-                + " handshakes pending: dropped the oldest waiting for the client (" + victim.phase + "), from "
+                + " handshakes pending: dropped the oldest waiting for its HELLO, from "
                 + victim.remoteAddress() + " (" + n + " dropped so far)");
-        victim.evict(handler);
+        victim.close();   // waiting for its HELLO: nothing of it exists beyond the socket
     }
 
     /** Handshakes dropped to make room ({@link #evictionCandidate}); guarded by this. */
@@ -469,7 +475,7 @@ final class TcpConnectionManager implements ConnectionManager {
         }
         int s = acceptOrBackOff(l);
         if (s >= 0 && victim != null) {
-            evict(victim, handler);   // only once a newcomer is in hand: an empty backlog costs nobody their place
+            makeRoom(victim, handler);   // only once a newcomer is in hand: an empty backlog costs nobody their place
         }
         return s;
     }

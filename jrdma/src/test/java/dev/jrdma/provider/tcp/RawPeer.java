@@ -89,15 +89,10 @@ final class RawPeer implements AutoCloseable {
         writeFully(ByteBuffer.wrap(TcpHandshake.readyToUse(false)), 5_000);
     }
 
-    /** A whole HELLO, and nothing after it (the ACCEPT is left unread). */
-    void sendHello() throws IOException {
-        QueuePairSpec spec = new QueuePairSpec(64, 64, 1, 1, 0, 16, 16, 7, 6);
-        writeFully(ByteBuffer.wrap(TcpHandshake.hello(TcpHandshake.HELLO, spec, new byte[16], new byte[0])), 5_000);
-    }
-
     /** The handshake up to the server's ACCEPT, without the READY_TO_USE that ends it. */
     void sendHelloAndAwaitAccept() throws IOException {
-        sendHello();
+        QueuePairSpec spec = new QueuePairSpec(64, 64, 1, 1, 0, 16, 16, 7, 6);
+        writeFully(ByteBuffer.wrap(TcpHandshake.hello(TcpHandshake.HELLO, spec, new byte[16], new byte[0])), 5_000);
         byte[] h = readFully(TcpHandshake.HEADER_SIZE, 5_000);
         if (TcpHandshake.checkHeader(h) != TcpHandshake.ACCEPT) {
             throw new IOException("the server did not accept: message " + h[4]);
