@@ -4,6 +4,7 @@ import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import org.junit.jupiter.api.AfterEach;
@@ -46,12 +47,7 @@ class JrdmaHandshakeFloodTest {
     void anHonestNettyClientConnectsWithinASecondWhileSilentSocketsChurn(String provider) throws Exception {
         JrdmaEventLoopGroup g = groups.open(provider, 2);
         Channel server = new ServerBootstrap().group(g).channel(JrdmaServerChannel.class)
-                .childHandler(new ChannelInboundHandlerAdapter() {
-                    @Override
-                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                        ctx.writeAndFlush(msg);
-                    }
-                }).bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+                .childHandler(new Echo()).bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
         InetSocketAddress at = (InetSocketAddress) server.localAddress();
         echo(g, at, 0);   // warm: the first connection's class loading is not the attack's
         List<Long> connectMs = new ArrayList<>();
@@ -76,6 +72,15 @@ class JrdmaHandshakeFloodTest {
                 + worst + " ms, while " + SOCKETS + " sockets churned (" + opened + " opened)");
         assertTrue(worst < 1_000, "an honest Netty client took " + worst + " ms to connect (" + connectMs + ") while "
                 + SOCKETS + " silent sockets churned; bound 1000 ms");
+    }
+
+    /** Writes back what it reads; one for all the server's children. */
+    @ChannelHandler.Sharable
+    private static final class Echo extends ChannelInboundHandlerAdapter {
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ctx.writeAndFlush(msg);
+        }
     }
 
     /** Connects, echoes 8 bytes and closes: how long the connect took, in ms. */
