@@ -38,13 +38,13 @@ public final class SockAddr {
         }
         InetAddress ip = address.getAddress();
         if (ip instanceof Inet4Address) {
-            MemorySegment sa = allocator.allocate(IN);
+            MemorySegment sa = allocator.allocate(IN).fill((byte) 0);   // sin_zero; an allocator may reuse memory
             sa.set(U16, offset(IN, "sin_family"), AF_INET);
             sa.set(BE16, offset(IN, "sin_port"), (short) address.getPort());
             MemorySegment.copy(ip.getAddress(), 0, sa, U8, offset(IN, "sin_addr"), 4);
             return sa;
         }
-        MemorySegment sa = allocator.allocate(IN6);
+        MemorySegment sa = allocator.allocate(IN6).fill((byte) 0);   // sin6_flowinfo too
         sa.set(U16, offset(IN6, "sin6_family"), AF_INET6);
         sa.set(BE16, offset(IN6, "sin6_port"), (short) address.getPort());
         MemorySegment.copy(ip.getAddress(), 0, sa, U8, offset(IN6, "sin6_addr"), 16);
