@@ -1,8 +1,8 @@
 package dev.jrdma;
 
 import dev.jrdma.spi.DatagramQueuePair;
-import dev.jrdma.spi.Log;
 import dev.jrdma.device.DeviceInfo;
+import dev.jrdma.engine.admission.AcceptPolicy;
 import dev.jrdma.engine.admission.SourcePenalties;
 import dev.jrdma.exceptions.ConnectionRejectedException;
 import dev.jrdma.exceptions.ProviderUnavailableException;
@@ -74,8 +74,6 @@ public final class Rdma implements AutoCloseable {
     private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
     private final Set<SharedReceiveQueue> sharedQueues = ConcurrentHashMap.newKeySet();
     private final Set<DatagramEndpoint> datagramEndpoints = ConcurrentHashMap.newKeySet();
-    private final int maxConnections;
-    private final int maxConnectionsPerSource;
     private final Set<RdmaServer> servers = ConcurrentHashMap.newKeySet();
     /** What every open region holds (not the regions: a dropped one can be collected and reported). */
     private final Set<RegionResources> regions = ConcurrentHashMap.newKeySet();
@@ -84,8 +82,8 @@ public final class Rdma implements AutoCloseable {
     private final Set<RegionLeak> watched = ConcurrentHashMap.newKeySet();
     private final java.lang.ref.ReferenceQueue<LocalRegion> collected = new java.lang.ref.ReferenceQueue<>();
     private final CmEventHandler cmHandler = new CmHandler();
-    /** Who failed to authenticate or misused a connection lately, by source address: IO thread 0's (the CM handler's). */
-    private final SourcePenalties penalties;
+    /** Which connection requests the servers take (and who failed or misused one lately): IO thread 0's (the CM handler's). */
+    private final AcceptPolicy acceptPolicy;
     /** Connections by QP number, for device events about a QP. */
     private final java.util.Map<Integer, Connection> byQpNum = new ConcurrentHashMap<>();
     /** Per port, how often it came up: a port-down check acts only if it has not come up since. */
@@ -127,10 +125,9 @@ public final class Rdma implements AutoCloseable {
                 throw e;
             }
         }
-        this.maxConnections = b.maxConnections;
-        this.maxConnectionsPerSource = b.maxConnectionsPerSource > 0 ? b.maxConnectionsPerSource
-                : Math.min(b.maxConnections, Math.max(1024, b.maxConnections / 4));
-        this.penalties = b.sourcePenalties ? new SourcePenalties() : null;
+        this.acceptPolicy = new AcceptPolicy(b.sourcePenalties ? new SourcePenalties() : null, b.maxConnections,
+                b.maxConnectionsPerSource > 0 ? b.maxConnectionsPerSource
+                        : Math.min(b.maxConnections, Math.max(1024, b.maxConnections / 4)));
         this.pool = new RegisteredMemoryPool(device, AccessFlags.LOCAL_WRITE, b.hugePages);
         this.registrations = new RegistrationCache(device);
         int n = b.ioLoops > 0 ? b.ioLoops : Math.max(1, b.ioThreads);
@@ -996,42 +993,11 @@ public final class Rdma implements AutoCloseable {
                 request.close();
                 return;
             }
-            InetSocketAddress from = request.remoteAddress();
-            long wait = from == null || penalties == null ? 0 : penalties.waitNanos(from.getAddress());
-            if (wait > 0) {
-                // Neither checked nor counted: a source past its allowance gets one try per wait.
-                long ms = TimeUnit.NANOSECONDS.toMillis(wait) + 1;
-                Log.limited("rdma.penalized", System.Logger.Level.WARNING, "refused connection requests from "
-                        + from.getAddress().getHostAddress() + " unchecked: too many failed attempts or misused"
-                        + " connections from that address lately (" + penalties.refusedWhileWaiting() + " refused so far)");
-                request.reject(Handshake.rejection("too many failed attempts from this address: retry in " + ms + " ms"));
-                request.close();
-                return;
-            }
             Handshake peer = Handshake.decode(privateData);
-            byte[] expected = server.config.authTokenRef();
-            if (expected.length > 0 && !java.security.MessageDigest.isEqual(expected, peer.token())) {
-                if (from != null && penalties != null) {
-                    penalties.authFailed(from.getAddress());
-                }
-                Log.limited("rdma.authFailed", System.Logger.Level.WARNING, "rejected a connection from " + from
-                        + ": wrong or missing auth token");
-                request.reject(Handshake.rejection("authentication failed: the auth token does not match the server's"));
-                request.close();
-                return;
-            }
-            if (connections.size() >= maxConnections) {
-                LOG.log(System.Logger.Level.WARNING, "rejected a connection from {0}: {1} connections already (maxConnections)",
-                        request.remoteAddress(), connections.size());
-                request.reject(Handshake.rejection("too many connections: the server holds " + maxConnections));
-                request.close();
-                return;
-            }
-            if (from != null && maxConnectionsPerSource < maxConnections && fromSource(from) >= maxConnectionsPerSource) {
-                Log.limited("rdma.perSource", System.Logger.Level.WARNING, "rejected a connection from " + from + ": "
-                        + maxConnectionsPerSource + " connections from that address already (maxConnectionsPerSource)");
-                request.reject(Handshake.rejection("too many connections from this address: the server takes "
-                        + maxConnectionsPerSource));
+            String refusal = acceptPolicy.refusal(request.remoteAddress(), server.config.authTokenRef(), peer.token(),
+                    connections.size(), Rdma.this::fromSource);
+            if (refusal != null) {
+                request.reject(Handshake.rejection(refusal));
                 request.close();
                 return;
             }
@@ -1071,17 +1037,15 @@ public final class Rdma implements AutoCloseable {
 
         @Override
         public void onPeerOffence(CmEndpoint endpoint, String what) {
-            InetSocketAddress from = endpoint.remoteAddress();
-            if (from != null && penalties != null && endpoint.attachment() instanceof Connection c && c.server != null) {
-                penalties.offended(from.getAddress());   // only a server's peers: a client chose its server
+            if (endpoint.attachment() instanceof Connection c && c.server != null) {
+                acceptPolicy.offended(endpoint.remoteAddress());   // only a server's peers: a client chose its server
             }
         }
     }
 
-    /** How many connections this instance's servers hold from {@code from}'s address (the control path: a scan). */
-    private int fromSource(InetSocketAddress from) {
+    /** How many connections this instance's servers hold from {@code source} (the control path: a scan). */
+    private int fromSource(SourceAddress source) {
         int n = 0;
-        SourceAddress source = SourceAddress.of(from.getAddress());
         for (Connection c : connections) {
             InetSocketAddress a = c.remoteAddress();
             if (c.server != null && a != null && source.equals(SourceAddress.of(a.getAddress()))) {
@@ -1093,7 +1057,7 @@ public final class Rdma implements AutoCloseable {
 
     /** The accept policy's record of failed attempts and offences by source, or null when off (tests read its counts). IO thread 0. */
     SourcePenalties penalties() {
-        return penalties;
+        return acceptPolicy.penalties();
     }
 
     boolean isClosed() {
