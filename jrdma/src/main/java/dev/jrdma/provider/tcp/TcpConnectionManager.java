@@ -301,12 +301,7 @@ final class TcpConnectionManager implements ConnectionManager {
         return (int) Math.max(1, Math.min(60, TimeUnit.NANOSECONDS.toSeconds(limits.handshakeTimeoutNanos())));
     }
 
-    /**
-     * Takes what waits on {@code l}, at most {@value #MAX_ACCEPTS_PER_PASS} a pass (the sockets
-     * already in their handshake are read between), each read at once: with TCP_DEFER_ACCEPT an
-     * honest client's HELLO is there when it is accepted, so it leaves the pending ones before
-     * any newcomer could push it out.
-     */
+    /** Tells the handler of the offences reported since the last look (see {@link #offended}). */
     private int drainOffences(CmEventHandler handler) {
         int n = 0;
         for (Offence o; (o = offences.poll()) != null; n++) {
@@ -315,6 +310,12 @@ final class TcpConnectionManager implements ConnectionManager {
         return n;
     }
 
+    /**
+     * Takes what waits on {@code l}, at most {@value #MAX_ACCEPTS_PER_PASS} a pass (the sockets
+     * already in their handshake are read between), each read at once: with TCP_DEFER_ACCEPT an
+     * honest client's HELLO is there when it is accepted, so it leaves the pending ones before
+     * any newcomer could push it out.
+     */
     private int acceptAll(TcpCmListener l, CmEventHandler handler) {
         int count = 0;
         for (int s; count < MAX_ACCEPTS_PER_PASS && (s = acceptUnlessFull(l, handler)) >= 0; count++) {

@@ -569,9 +569,7 @@ final class TcpQueuePair implements QueuePair {
 
     /** The peer answered nothing within the budget (the requester failed the request): the connection ends. */
     void peerSilent(String what) {
-        Log.quietly(System.Logger.Level.WARNING, "tcp QP " + qpNum + ": the peer is silent, closing: " + what, null);
-        Sockets.shutdown(fd, Sockets.SHUT_RDWR);
-        gone("the peer is silent: " + what);
+        end("the peer is silent", "the peer is silent", what);
     }
 
     /**
@@ -579,9 +577,7 @@ final class TcpQueuePair implements QueuePair {
      * the connection ends, and with it what the frame held (its parked chunks, its registration).
      */
     void stalled(String what) {
-        LOG.log(System.Logger.Level.WARNING, "tcp QP {0}: a frame''s payload stalled, closing: {1}", qpNum, what);
-        Sockets.shutdown(fd, Sockets.SHUT_RDWR);
-        gone("payload stalled: " + what);
+        end("a frame's payload stalled", "payload stalled", what);
     }
 
     /** The peer broke the protocol: the connection ends, nothing of it is applied. */
@@ -596,9 +592,17 @@ final class TcpQueuePair implements QueuePair {
      * than a budget's deadline) or lose a race (two regions closed under its requests).
      */
     void failConnection(String what) {
-        LOG.log(System.Logger.Level.WARNING, "tcp QP {0}: protocol error from the peer, closing: {1}", qpNum, what);
+        end("protocol error from the peer", "protocol error", what);
+    }
+
+    /**
+     * Ends the connection from this side: logs {@code logged} and {@code what} (a log that fails is
+     * dropped), and reports it gone for {@code reason}: {@code what}.
+     */
+    private void end(String logged, String reason, String what) {
+        Log.quietly(System.Logger.Level.WARNING, "tcp QP " + qpNum + ": " + logged + ", closing: " + what, null);
         Sockets.shutdown(fd, Sockets.SHUT_RDWR);
-        gone("protocol error: " + what);
+        gone(reason + ": " + what);
     }
 
     /** The peer misused this connection (see {@link Events#peerOffended}); once per connection is enough. */
