@@ -184,7 +184,7 @@ final class CompletionDispatch implements CompletionSink {
         for (int slot = 0; slot <= slots.depth(); slot++) {   // the marker too (the last record)
             SendOperation o = slots.get(slot);
             synchronized (sends.postLock) {
-                if (o.kind == SendOperation.FREE) {
+                if (o == null || o.kind == SendOperation.FREE) {   // null: never taken
                     continue;
                 }
                 doneKind = o.kind;

@@ -116,6 +116,12 @@ final class ConnectionLife {
             cq.arm();
         }
 
+        /** At rest while its queue is (nothing to do until its socket is ready or something is posted), not in a teardown. */
+        @Override
+        public boolean rest() {
+            return !tearingDown && cq.rest(wakeSource);
+        }
+
         @Override
         public void failed(Throwable t) {
             polling = false;
@@ -124,6 +130,14 @@ final class ConnectionLife {
                 startTeardown(new ConnectionClosedException("the connection to " + remoteAddress
                         + " failed on its IO thread: " + t, t));
             }
+        }
+    };
+
+    /** What the provider runs to take the resting {@link #source} back into its IO thread's passes. */
+    private final Runnable wakeSource = new Runnable() {
+        @Override
+        public void run() {
+            io.wake(source);
         }
     };
 
@@ -512,6 +526,7 @@ final class ConnectionLife {
             return;
         }
         tearingDown = true;
+        io.wake(source);   // polled again until released (on this thread: from now on)
         if (failure == null) {
             failure = why;
         }

@@ -136,7 +136,8 @@ public final class Rdma implements AutoCloseable {
         this.channels = new CompletionChannel[n];
         ConnectionManager manager = null;
         try {
-            manager = device.createConnectionManager(new ConnectionLimits(b.maxPendingHandshakes, b.handshakeTimeout.toNanos()));
+            manager = device.createConnectionManager(new ConnectionLimits(b.maxPendingHandshakes, b.handshakeTimeout.toNanos(),
+                    b.idleTimeout.toNanos()));
             for (int i = 0; i < n; i++) {
                 channels[i] = device.createCompletionChannel();
                 CompletionChannel ch = channels[i];
@@ -151,6 +152,15 @@ public final class Rdma implements AutoCloseable {
                         : b.ioThreads == INLINE ? IoThread.inline(name, fds, ch::drainEvents)
                         : new IoThread(name, idleWait(b.completionMode), fds, ch::drainEvents,
                         b.cpus.length == 0 ? -1 : b.cpus[i % b.cpus.length]);
+            }
+            for (int i = 0; i < n; i++) {
+                CompletionChannel ch = channels[i];
+                IoThread t = io[i];
+                if (ch.readinessDriven()) {
+                    // First on its thread: which resting connections' sockets are ready, each pass.
+                    t.execute(() -> t.add(ch::pollReadiness));
+                }
+                t.execute(() -> t.addTimer(ch::checkIdle));   // keep-alives and idle timeouts
             }
             for (int i = 0; i < loops.length; i++) {
                 loops[i] = new IoLoop(this, io[i], i);
@@ -1184,6 +1194,7 @@ public final class Rdma implements AutoCloseable {
         private int maxConnectionsPerSource;
         private int maxPendingHandshakes = ConnectionLimits.DEFAULTS.maxPendingHandshakes();
         private java.time.Duration handshakeTimeout = java.time.Duration.ofNanos(ConnectionLimits.DEFAULTS.handshakeTimeoutNanos());
+        private java.time.Duration idleTimeout = java.time.Duration.ofNanos(ConnectionLimits.DEFAULT_IDLE_TIMEOUT_NANOS);
         private boolean sourcePenalties = true;
 
         private Builder() {
@@ -1274,6 +1285,29 @@ public final class Rdma implements AutoCloseable {
                 throw new IllegalArgumentException("handshakeTimeout must be positive, not " + timeout);
             }
             handshakeTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * How long an established connection's peer may send nothing at all before its connection
+         * ends (tcp and shm): a peer that is gone without a word, stopped, or not jrdma (a socket
+         * that finished the handshake and sits on a place of {@link #maxConnections}). A jrdma
+         * peer with nothing to say sends a keep-alive when it has sent nothing for a third of its
+         * own idle timeout, at most 15 s; so ends that both keep the default (or any timeout of
+         * 45 s and more) never time an idle but living connection out, and shorter timeouts need
+         * the same setting on both ends. A peer's one-sided operations on shm, which bypass this
+         * side's CPU, keep it alive through its keep-alives too. Verbs: no effect (the NIC's
+         * transport finds a dead peer at the next operation; one-sided traffic never reaches the
+         * CPU). Default 2 minutes; {@link java.time.Duration#ZERO} turns it off.
+         *
+         * @param timeout the time, or zero for none
+         * @return this builder
+         */
+        public Builder idleTimeout(java.time.Duration timeout) {
+            if (timeout.isNegative()) {
+                throw new IllegalArgumentException("idleTimeout must be zero (none) or positive, not " + timeout);
+            }
+            idleTimeout = timeout;
             return this;
         }
 

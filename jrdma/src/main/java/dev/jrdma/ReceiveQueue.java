@@ -1,5 +1,6 @@
 package dev.jrdma;
 
+import dev.jrdma.os.LibC;
 import dev.jrdma.exceptions.ConnectionClosedException;
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.WorkCompletionException;
@@ -82,7 +83,9 @@ final class ReceiveQueue {
             return;
         }
         memory = Arena.ofShared();
-        MemorySegment buffers = memory.allocate((long) bufferSize * depth, 64);
+        // Mapped, not allocated: a buffer's pages become resident only when a message lands in
+        // them, so a connection that receives little (or nothing: an idle one) costs little.
+        MemorySegment buffers = LibC.mapAnonymous((long) bufferSize * depth, memory);
         registration = device.register(buffers, AccessFlags.LOCAL_WRITE);
     }
 

@@ -57,8 +57,7 @@ final class SendSlots {
         freeRing = new int[capacity];
         postRing = new int[capacity];
         for (int i = 0; i < depth; i++) {
-            ops[i] = new SendOperation(i);
-            freeRing[i] = i;
+            freeRing[i] = i;   // its record is made at its first take: a connection that posts little keeps few
         }
         freeTail = depth;
     }
@@ -82,14 +81,19 @@ final class SendSlots {
         return ops[depth];
     }
 
-    /** The record of {@code slot} (0..depth, the marker's last), for its completion (the work request id). */
+    /** The record of {@code slot} (0..depth, the marker's last), for its completion (the work request id); null for a slot never taken. */
     SendOperation get(int slot) {
         return ops[slot];
     }
 
     /** Takes a free slot for an operation of {@code kind}; under the post lock, when {@link #free()} > 0. */
     SendOperation take(Operation op, byte kind, Object completion, Object attachment) {
-        SendOperation o = ops[freeRing[(int) freeHead & mask]];
+        int slot = freeRing[(int) freeHead & mask];
+        SendOperation o = ops[slot];
+        if (o == null) {
+            // Published to the completing thread with the posted ring's release store, as the record's fields are.
+            o = ops[slot] = new SendOperation(slot);
+        }
         freeHead++;
         o.op = op;
         o.kind = kind;

@@ -182,6 +182,32 @@ public final class LibC {
         }
     }
 
+    /**
+     * {@code bytes} of anonymous memory (mmap, rounded up to whole pages), zero, for as long as
+     * {@code arena} is open (its close unmaps it). Unlike an arena's own allocation, which fills
+     * it with zeros, nothing touches it: a page becomes resident only once it is written, so a
+     * buffer that a connection may need but has not used yet costs address space, not memory.
+     *
+     * @throws dev.jrdma.exceptions.NativeRdmaException when the kernel has no room (ENOMEM)
+     */
+    public static MemorySegment mapAnonymous(long bytes, Arena arena) {
+        long size = (Math.max(1, bytes) + 4095) & ~4095L;
+        long address;
+        try {
+            MemorySegment p = (MemorySegment) MMAP.invokeExact(Errno.capture(), MemorySegment.NULL, size,
+                    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
+            address = p.address();
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+        if (address == -1L) {
+            throw Errno.failure("mmap", Errno.last(), size + " bytes of anonymous memory");
+        }
+        return MemorySegment.ofAddress(address).reinterpret(bytes, arena, s -> munmap(address, size));
+    }
+
     public static void munmap(long address, long bytes) {
         try {
             if ((int) MUNMAP.invokeExact(Errno.capture(), MemorySegment.ofAddress(address), bytes) < 0) {

@@ -44,6 +44,17 @@ public final class IoThread implements AutoCloseable {
         /** {@link #poll} threw {@code t}: end what this source serves (the IO thread goes on). */
         default void failed(Throwable t) {
         }
+
+        /**
+         * Asked on this thread after a {@link #poll} that did no work: true when the source has
+         * nothing to do until it calls {@link IoThread#wake(Source)} itself (from any thread: its
+         * socket became readable, something was posted to it), so that it leaves the passes until
+         * then and a pass costs O(sources with work), not O(sources). Before it says true it must
+         * have armed what will wake it, and looked once more after arming. Default: never rests.
+         */
+        default boolean rest() {
+            return false;
+        }
     }
 
     /**
@@ -101,7 +112,12 @@ public final class IoThread implements AutoCloseable {
     private final int cpu;
     private volatile int tid;
     private final Queue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    /** The sources polled every pass: those not resting; this thread's. */
     private final List<Source> sources = new ArrayList<>();
+    /** The sources at rest ({@link Source#rest}): not polled until they {@link #wake} themselves; this thread's. */
+    private final java.util.Set<Source> resting = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+    /** Resting sources woken from other threads, taken back into the passes at the start of the next one. */
+    private final Queue<Source> woken = new ConcurrentLinkedQueue<>();
     private final List<IntSupplier> timers = new ArrayList<>();
     private final int wakeFd;
     private final int[] eventFds;
@@ -296,17 +312,23 @@ public final class IoThread implements AutoCloseable {
 
     /** One inline pass: tasks, then every source, and the timers every 1024 idle passes. */
     private int pass() {
-        int work = runTasks();
+        int work = runTasks() + admitWoken();
         for (int i = 0; i < sources.size(); i++) {
             // Driven: behind the barrier, as on a thread of its own (a framework's loop must not
             // die of one connection's failure); plain inline: the caller sees what threw.
-            work += driven ? pollBarrier(sources.get(i)) : sources.get(i).poll();
-        }
-        // As on a thread of its own: timers every 1024 idle passes, not a syscall per empty poll.
-        if (work == 0 && (++inlineIdlePasses & 1023) == 0) {
-            for (int i = 0; i < timers.size(); i++) {
-                timers.get(i).getAsInt();
+            Source s = sources.get(i);
+            int w = driven ? pollBarrier(s) : s.poll();
+            if (w == 0 && restBarrier(s)) {
+                i = restAt(i);
             }
+            work += w;
+        }
+        // As on a thread of its own: timers every 1024 idle passes, not a syscall per empty poll,
+        // and every 1024 busy ones once they are due.
+        if (work == 0 && (++inlineIdlePasses & 1023) == 0) {
+            runTimers();
+        } else if (work > 0 && (++busyPasses & 1023) == 0) {
+            timersIfDue();
         }
         return work;
     }
@@ -463,7 +485,7 @@ public final class IoThread implements AutoCloseable {
             armSources();
             sleeping = true;
             try {
-                work = runTasks();
+                work = runTasks() + admitWoken();
                 for (int i = 0; i < sources.size(); i++) {
                     work += pollBarrier(sources.get(i));
                 }
@@ -481,9 +503,7 @@ public final class IoThread implements AutoCloseable {
             }
             LibC.eventFdDrain(wakeFd, wakeBuf);
             onEventFdsReadable.run();
-            for (int i = 0; i < timers.size(); i++) {
-                timers.get(i).getAsInt();
-            }
+            runTimers();
             return work;
         } finally {
             driver = null;
@@ -508,14 +528,98 @@ public final class IoThread implements AutoCloseable {
         sources.add(source);
     }
 
-    /** Removes a source; on this thread. */
+    /** Removes a source, polled or resting; on this thread. */
     public void remove(Source source) {
-        sources.remove(source);
+        if (!sources.remove(source)) {
+            resting.remove(source);
+        }
     }
 
-    /** A check run every pass with work and at least every {@value #MAX_SLEEP_MS} ms (deadlines); on this thread. */
+    /**
+     * A resting source ({@link Source#rest}) has work again: it is polled from the next pass on
+     * (on this thread: from this one). Any thread; a wake for a source that is not resting (it
+     * was woken already, or removed) is ignored. Wakes the thread if it sleeps.
+     */
+    public void wake(Source source) {
+        if (inThisThread()) {
+            if (resting.remove(source)) {
+                sources.add(source);   // polled later in this pass: passes index up to size()
+            }
+            return;
+        }
+        woken.add(source);
+        if ((!inline || driven) && sleeping) {
+            wake();
+        }
+    }
+
+    /** Takes the woken sources back into the passes; returns how many (work: the pass must not idle). */
+    private int admitWoken() {
+        if (woken.isEmpty()) {
+            return 0;
+        }
+        int n = 0;
+        Source s;
+        while ((s = woken.poll()) != null) {
+            if (resting.remove(s)) {
+                sources.add(s);
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Asks {@code s} whether it rests, behind the exception barrier (a throw fails it, and it does not rest). */
+    private boolean restBarrier(Source s) {
+        try {
+            return s.rest();
+        } catch (Throwable t) {
+            sourceFailed(s, t);
+            return false;
+        }
+    }
+
+    /**
+     * Takes the source at {@code i} out of the passes (the last one takes its place: the order of
+     * sources is no promise); returns the index the pass goes on from.
+     */
+    private int restAt(int i) {
+        Source s = sources.get(i);
+        int last = sources.size() - 1;
+        sources.set(i, sources.get(last));
+        sources.remove(last);
+        resting.add(s);
+        return i - 1;
+    }
+
+    /** Sources polled every pass now, and those at rest: for tests and diagnostics; on this thread. */
+    int[] sourceCounts() {
+        return new int[] {sources.size(), resting.size()};
+    }
+
+    /**
+     * A check run after every sleep, every 1024 idle passes, and at least every {@value #MAX_SLEEP_MS} ms
+     * while the thread is busy (deadlines); on this thread.
+     */
     public void addTimer(IntSupplier timer) {
         timers.add(timer);
+    }
+
+    private int busyPasses;
+    private long timersRan;
+
+    private void runTimers() {
+        timersRan = System.nanoTime();
+        for (int i = 0; i < timers.size(); i++) {
+            timers.get(i).getAsInt();
+        }
+    }
+
+    /** Busy: the timers, when they last ran {@value #MAX_SLEEP_MS} ms ago or more. */
+    private void timersIfDue() {
+        if (!timers.isEmpty() && System.nanoTime() - timersRan >= TimeUnit.MILLISECONDS.toNanos(MAX_SLEEP_MS)) {
+            runTimers();
+        }
     }
 
     private void run() {
@@ -536,24 +640,32 @@ public final class IoThread implements AutoCloseable {
         started.complete(null);
         try {
             while (running) {
-                int work = runTasks();
+                int work = runTasks() + admitWoken();
                 for (int i = 0; i < sources.size(); i++) {
-                    work += pollBarrier(sources.get(i));
+                    Source s = sources.get(i);
+                    int w = pollBarrier(s);
+                    if (w == 0 && restBarrier(s)) {
+                        i = restAt(i);
+                    }
+                    work += w;
                 }
                 if (work > 0) {
                     idlePasses = 0;
+                    if ((++busyPasses & 1023) == 0) {
+                        timersIfDue();   // a thread that never idles runs them too
+                    }
                     continue;
                 }
                 if (idlePasses++ == 0) {
                     idleSince = System.nanoTime();
                 }
                 if ((idlePasses & 1023) == 0) {
-                    for (IntSupplier t : timers) {
-                        t.getAsInt();
-                    }
+                    runTimers();
                 }
+                // ADAPTIVE spins for a time, not a number of passes: a pass over many connections
+                // is long, and 64 of them before the first sleep kept an idle thread busy.
                 if (idle == IdleWait.SPIN || (idle == IdleWait.SPIN_THEN_SLEEP
-                        && ((idlePasses & (YIELD_EVERY - 1)) != 0 || System.nanoTime() - idleSince < ADAPTIVE_SPIN_NANOS))) {
+                        && (idlePasses < 2 || System.nanoTime() - idleSince < ADAPTIVE_SPIN_NANOS))) {
                     if ((idlePasses & (YIELD_EVERY - 1)) == 0) {
                         Thread.yield();
                     } else {
@@ -562,9 +674,7 @@ public final class IoThread implements AutoCloseable {
                     continue;
                 }
                 sleep();
-                for (IntSupplier t : timers) {
-                    t.getAsInt();
-                }
+                runTimers();
                 idlePasses = 0;
             }
         } finally {
@@ -643,7 +753,7 @@ public final class IoThread implements AutoCloseable {
         armSources();
         sleeping = true;
         try {
-            int again = tasks.isEmpty() ? 0 : 1;
+            int again = tasks.isEmpty() && woken.isEmpty() ? 0 : 1;
             for (int i = 0; i < sources.size() && again == 0; i++) {
                 again += pollBarrier(sources.get(i));
             }

@@ -20,6 +20,18 @@ public interface CompletionQueue extends AutoCloseable {
     /** Asks for an event on the channel at the next completion (no-op without a channel). */
     void arm();
 
+    /**
+     * Asked by its IO thread after a {@link #poll} that found nothing: true when this queue and
+     * its queue pairs have nothing to do until {@code wake} runs, which the provider then calls
+     * once, from any thread, as soon as they have (bytes on a socket, a post, an error, a
+     * receive a parked message waits for); false when they have work, a timer running, or the
+     * provider cannot tell (a device that completes without telling: verbs). While it rests, its
+     * IO thread does not poll it (a pass costs O(queues with work)). The default: never rests.
+     */
+    default boolean rest(Runnable wake) {
+        return false;
+    }
+
     @Override
     void close();
 }

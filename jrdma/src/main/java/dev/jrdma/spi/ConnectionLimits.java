@@ -9,10 +9,14 @@ package dev.jrdma.spi;
  * @param maxPendingHandshakes accepted connections whose handshake has not finished, at most
  * @param handshakeTimeoutNanos how long an accepted connection's client has for each handshake step (its first
  *                              message from the accept, its last from this side's answer)
+ * @param idleTimeoutNanos how long an established connection's peer may send nothing at all, not even a
+ *                         keep-alive, before its connection ends (software providers); 0: never
  */
-public record ConnectionLimits(int maxPendingHandshakes, long handshakeTimeoutNanos) {
-    /** 128 unfinished handshakes, 5 s each. */
-    public static final ConnectionLimits DEFAULTS = new ConnectionLimits(128, 5_000_000_000L);
+public record ConnectionLimits(int maxPendingHandshakes, long handshakeTimeoutNanos, long idleTimeoutNanos) {
+    /** The default idle timeout: 2 minutes (a jrdma peer keeps an idle connection alive well within it). */
+    public static final long DEFAULT_IDLE_TIMEOUT_NANOS = 120_000_000_000L;
+    /** 128 unfinished handshakes, 5 s each; idle connections whose peer says nothing for 2 minutes end. */
+    public static final ConnectionLimits DEFAULTS = new ConnectionLimits(128, 5_000_000_000L, DEFAULT_IDLE_TIMEOUT_NANOS);
 
     public ConnectionLimits {
         if (maxPendingHandshakes < 1) {
@@ -21,5 +25,13 @@ public record ConnectionLimits(int maxPendingHandshakes, long handshakeTimeoutNa
         if (handshakeTimeoutNanos <= 0) {
             throw new IllegalArgumentException("the handshake timeout must be positive, not " + handshakeTimeoutNanos + " ns");
         }
+        if (idleTimeoutNanos < 0) {
+            throw new IllegalArgumentException("the idle timeout must be 0 (none) or positive, not " + idleTimeoutNanos + " ns");
+        }
+    }
+
+    /** With the default idle timeout. */
+    public ConnectionLimits(int maxPendingHandshakes, long handshakeTimeoutNanos) {
+        this(maxPendingHandshakes, handshakeTimeoutNanos, DEFAULT_IDLE_TIMEOUT_NANOS);
     }
 }

@@ -82,6 +82,101 @@ class IoThreadTest {
         }
     }
 
+    /** A source that counts its polls and rests whenever it is asked, while {@code rests} says so. */
+    private static final class RestingSource implements IoThread.Source {
+        final AtomicInteger polls = new AtomicInteger();
+        volatile boolean rests = true;
+        volatile int work;
+
+        @Override
+        public int poll() {
+            polls.incrementAndGet();
+            int w = work;
+            work = 0;
+            return w;
+        }
+
+        @Override
+        public boolean rest() {
+            return rests;
+        }
+    }
+
+    @Test
+    void aRestingSourceIsNotPolledUntilItIsWoken() throws Exception {
+        try (IoThread t = IoThread.inline("test-rest", new int[0], () -> { })) {
+            RestingSource s = new RestingSource();
+            IoThread.Source busy = () -> 0;
+            t.execute(() -> {
+                t.add(busy);
+                t.add(s);
+            });
+            t.poll();   // runs the task (adds both), polls both: s found nothing and rests
+            assertEquals(1, s.polls.get());
+            assertEquals(1, t.sourceCounts()[0], "only the source that never rests is polled");
+            assertEquals(1, t.sourceCounts()[1]);
+            for (int i = 0; i < 100; i++) {
+                t.poll();
+            }
+            assertEquals(1, s.polls.get(), "not polled while at rest");
+            // Woken from another thread: polled from the next pass on, and it keeps its place while it has work.
+            s.work = 1;
+            Thread.ofPlatform().start(() -> t.wake(s)).join();
+            assertEquals(1, s.polls.get(), "a wake from another thread takes effect in a pass");
+            assertTrue(t.poll() >= 2, "the wake and the source's work count as work");
+            assertEquals(2, s.polls.get());
+            assertEquals(2, t.sourceCounts()[0], "polled again");
+            t.poll();   // it found nothing now: back to rest
+            assertEquals(3, s.polls.get());
+            assertEquals(1, t.sourceCounts()[1]);
+            // A wake for a source that is not resting (or was removed) changes nothing.
+            s.rests = false;
+            t.wake(s);   // on no thread of the loop's: queued, and taken at the next pass
+            t.poll();
+            assertEquals(4, s.polls.get());
+            t.poll();
+            assertEquals(5, s.polls.get(), "it said it does not rest: polled every pass");
+            t.wake(s);
+            t.poll();
+            assertEquals(2, t.sourceCounts()[0], "a wake of a polled source adds no second place");
+            t.execute(() -> t.remove(s));
+            t.poll();
+            int polls = s.polls.get();
+            t.wake(s);
+            t.poll();
+            t.poll();
+            assertEquals(polls, s.polls.get(), "a removed source is not polled, woken or not");
+            assertEquals(1, t.sourceCounts()[0]);
+            assertEquals(0, t.sourceCounts()[1]);
+        }
+    }
+
+    @Test
+    void aSourceWokenWhileItsThreadSleepsIsPolledAgain() throws Exception {
+        try (IoThread t = new IoThread("test-rest-sleep", IdleWait.SLEEP, new int[0], () -> { })) {
+            RestingSource s = new RestingSource();
+            CompletableFuture<Void> added = new CompletableFuture<>();
+            t.execute(() -> {
+                t.add(s);
+                added.complete(null);
+            });
+            added.get(5, TimeUnit.SECONDS);
+            // Resting, and the thread asleep: a wake from here gets it polled again. Looked for over 5 s.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (!(t.sleepingNow() && s.polls.get() >= 1) && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertTrue(t.sleepingNow(), "the thread sleeps");
+            int before = s.polls.get();
+            s.work = 1;
+            t.wake(s);
+            while (s.polls.get() == before && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertTrue(s.polls.get() > before, "polled after its wake");
+        }
+    }
+
     @Test
     void pollIsForInlineOnly() {
         try (IoThread t = new IoThread("test-io-threaded", IdleWait.SLEEP, new int[0], () -> { })) {

@@ -51,6 +51,22 @@ final class AckSchedule {
         }
     }
 
+    /**
+     * A keep-alive: an ACK of what was acknowledged already (a peer's requester takes a repeated
+     * ACK as nothing new), for a connection that has sent nothing for a while. Under the transmit lock.
+     */
+    void keepAlive() {
+        if (!stopped) {
+            qp.frameHeader(ACK, 0, 0, 0, sent, 0, 0, 0, 0, 0);
+            qp.finishTransmit();
+        }
+    }
+
+    /** Whether an ACK is owed and not sent yet. */
+    boolean owed() {
+        return wanted > sent && !stopped;
+    }
+
     /** Sends an ACK owed now, if any (before the IO thread sleeps: nothing may wait for a next pass). */
     void flush() {
         held = false;

@@ -18,10 +18,15 @@ final class AnswerBacklog {
      */
     static final long STALL_NANOS = 1_000_000_000L;
     /** Answers tracked one by one; more waiting than this counts as over the limit. */
-    private static final int RING = 1 << 14;
+    static final int RING = 1 << 14;
+    /**
+     * The ring's first size: it doubles as answers wait, up to {@link #RING}. Most connections
+     * never have more than a few answers unread, and an idle one none: the whole ring is 256 KiB.
+     */
+    static final int FIRST_RING = 16;
 
     private final TcpTransmitter tx;
-    private final long[] start = new long[RING], end = new long[RING];
+    private long[] start = new long[FIRST_RING], end = new long[FIRST_RING];
     private int first, count;
     private long bytes;
     private long stallSince;
@@ -36,7 +41,7 @@ final class AnswerBacklog {
         long sent = tx.sentTotal();
         while (count > 0 && end[first] <= sent) {
             bytes -= end[first] - start[first];
-            first = (first + 1) & (RING - 1);
+            first = (first + 1) & (start.length - 1);
             count--;
         }
         if (count == RING) {
@@ -51,11 +56,32 @@ final class AnswerBacklog {
         if (count == RING) {
             return;   // counted as over the limit already
         }
-        int i = (first + count) & (RING - 1);
+        if (count == start.length) {
+            grow();
+        }
+        int i = (first + count) & (start.length - 1);
         start[i] = from;
         end[i] = to;
         bytes += to - from;
         count++;
+    }
+
+    /** Twice the ring, the waiting answers first in it, in order. */
+    private void grow() {
+        int n = start.length;
+        long[] s = new long[n * 2], e = new long[n * 2];
+        for (int k = 0; k < count; k++) {
+            s[k] = start[(first + k) & (n - 1)];
+            e[k] = end[(first + k) & (n - 1)];
+        }
+        start = s;
+        end = e;
+        first = 0;
+    }
+
+    /** Ring entries held now (for tests: it grows from {@value #FIRST_RING} as answers wait). */
+    int capacity() {
+        return start.length;
     }
 
     /** Whether a READ or atomic must wait now: the answers are over the limit. */

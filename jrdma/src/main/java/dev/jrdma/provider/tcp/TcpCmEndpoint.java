@@ -189,6 +189,11 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
         }
         peerHello = TcpHandshake.decodeHello(lastBody);
         phase = Phase.REQUESTED;
+        // Past its HELLO a handshake no longer holds a pending place: the accept policy (auth
+        // token, maxConnections, maxConnectionsPerSource) counts it from now on, as a connection,
+        // and the handshake timeout ends it. So sockets that send a HELLO and never their
+        // READY_TO_USE fill their own source's share, not every client's pending places.
+        manager.helloRead(this);
         manager.watch(fd, 0);   // nothing more is read until accepted
         handler.onConnectRequest(listener, this, peerHello.privateData());
     }
@@ -277,7 +282,7 @@ final class TcpCmEndpoint implements CmEndpoint, TcpQueuePair.Events {
     private void established(CmEventHandler handler, byte[] peerPrivateData) {
         phase = Phase.ESTABLISHED;
         manager.forget(fd);
-        qp.start(manager.sameHost(), usingRings, peerHello.spec());
+        qp.start(manager.sameHost(), usingRings, peerHello.spec(), manager.limits().idleTimeoutNanos());
         handler.onEstablished(this, peerPrivateData);
     }
 

@@ -26,6 +26,13 @@ final class TcpCompletionChannel implements CompletionChannel {
     private volatile boolean closed;
     /** False once told that no thread ever sleeps on this channel ({@link #pollingOnly}). */
     private volatile boolean sleepers = true;
+    /**
+     * The queue pair whose socket each watched fd is, by fd: what a readiness event wakes.
+     * Copied on write (under this), read by the IO thread without a lock.
+     */
+    private volatile TcpQueuePair[] byFd = new TcpQueuePair[64];
+    /** Completion queues of this channel at rest ({@link TcpCompletionQueue#rest}): while none is, no pass looks at readiness. */
+    final java.util.concurrent.atomic.AtomicInteger resting = new java.util.concurrent.atomic.AtomicInteger();
 
     TcpCompletionChannel() {
         epfd = Sockets.epollCreate();
@@ -43,9 +50,67 @@ final class TcpCompletionChannel implements CompletionChannel {
         sleepers = false;
     }
 
-    /** Whether a thread may arm and sleep on this channel. */
+    /** Whether a thread may arm and sleep on this channel (and so whether its queues may rest). */
     boolean sleepers() {
         return sleepers;
+    }
+
+    @Override
+    public boolean readinessDriven() {
+        return sleepers;
+    }
+
+    /** How often {@link #checkIdle} looks at the connections: a quarter of their shortest keep-alive interval, in [20 ms, 1 s]. */
+    private volatile long idleCheckNanos = 1_000_000_000L;
+    private long lastIdleCheck = System.nanoTime();   // the IO thread's
+
+    @Override
+    public int checkIdle() {
+        long now = System.nanoTime();
+        long period = idleCheckNanos;
+        long since = now - lastIdleCheck;
+        if (since < period) {
+            return 0;
+        }
+        lastIdleCheck = now;
+        boolean looked = since < 4 * period + 200_000_000L;   // on time, give or take a busy moment
+        TcpQueuePair[] a = byFd;
+        for (TcpQueuePair qp : a) {
+            if (qp != null) {
+                try {
+                    qp.checkIdle(now, looked);
+                } catch (RuntimeException e) {
+                    qp.failInternally(e);   // the exception barrier, as for its progress
+                }
+            }
+        }
+        return 0;
+    }
+
+    /** From now on readiness of {@code fd} wakes {@code qp}'s completion queue; any thread. */
+    synchronized void register(int fd, TcpQueuePair qp) {
+        long check = Math.max(20_000_000L, Math.min(1_000_000_000L, qp.keepAliveNanos() / 4));
+        if (check < idleCheckNanos) {
+            idleCheckNanos = check;
+        }
+        TcpQueuePair[] a = byFd;
+        if (fd >= a.length) {
+            a = java.util.Arrays.copyOf(a, Math.max(fd + 1, a.length * 2));
+        } else {
+            a = a.clone();
+        }
+        a[fd] = qp;
+        byFd = a;
+    }
+
+    /** {@code fd} is no longer {@code qp}'s (its socket is closed, and the number may be another's next); any thread. */
+    synchronized void unregister(int fd, TcpQueuePair qp) {
+        TcpQueuePair[] a = byFd;
+        if (fd < a.length && a[fd] == qp) {
+            a = a.clone();
+            a[fd] = null;
+            byFd = a;
+        }
     }
 
     @Override
@@ -90,12 +155,35 @@ final class TcpCompletionChannel implements CompletionChannel {
     @Override
     public int drainEvents() {
         int n = Sockets.epollWait(epfd, events, MAX_EVENTS, 0);
+        wakeReady(n);
+        return n;
+    }
+
+    @Override
+    public int pollReadiness() {
+        if (resting.get() == 0) {
+            return 0;   // every queue is polled anyway: no syscall
+        }
+        return wakeReady(Sockets.epollWait(epfd, events, MAX_EVENTS, 0));
+    }
+
+    /**
+     * The {@code n} events just read: drains the wake-up eventfd, and wakes the resting queues
+     * whose sockets are ready. Level-triggered, so a socket of a queue that is polled anyway is
+     * reported again and again: ignored (its queue is not resting). Returns how many it woke.
+     */
+    private int wakeReady(int n) {
+        TcpQueuePair[] a = byFd;
+        int woke = 0;
         for (int i = 0; i < n; i++) {
-            if (Sockets.epollEventFd(events, i) == wakeFd) {
+            int fd = Sockets.epollEventFd(events, i);
+            if (fd == wakeFd) {
                 LibC.eventFdDrain(wakeFd, drainBuf);
+            } else if (fd >= 0 && fd < a.length && a[fd] != null && a[fd].cq.activate()) {
+                woke++;
             }
         }
-        return n;
+        return woke;
     }
 
     @Override

@@ -26,6 +26,32 @@ final class TcpCompletionQueue implements CompletionQueue {
      * completion that comes between that look and the sleep.
      */
     private volatile boolean armed;
+    /**
+     * At rest ({@link #rest}): its IO thread does not poll it until {@link #activate} (a ready
+     * socket, a post, an error) takes the flag back and runs {@link #waker}. Set by the polling
+     * thread, taken back by whoever wakes it, with a compare-and-set: one wake per rest.
+     */
+    private volatile boolean resting;
+    private static final java.lang.invoke.VarHandle RESTING;
+
+    static {
+        try {
+            RESTING = java.lang.invoke.MethodHandles.lookup().findVarHandle(TcpCompletionQueue.class, "resting", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** What wakes the owner of a resting queue (its IO thread's source); written before {@link #resting}. */
+    private Runnable waker;
+    /**
+     * Polls in a row that found nothing: a queue rests only after {@value #QUIET_POLLS_BEFORE_REST},
+     * so that one between the operations of a busy exchange is not put to rest and woken each time.
+     */
+    private int quietPolls;
+    static final int QUIET_POLLS_BEFORE_REST = 32;
+    /** Completion queues of this process at rest now (for tests and diagnostics). */
+    static final java.util.concurrent.atomic.AtomicInteger AT_REST = new java.util.concurrent.atomic.AtomicInteger();
 
     TcpCompletionQueue(int depth, TcpCompletionChannel channel) {
         this.channel = channel;
@@ -101,7 +127,70 @@ final class TcpCompletionQueue implements CompletionQueue {
         }
         int work = n + served;
         served = 0;
+        quietPolls = work == 0 ? quietPolls + 1 : 0;
         return work;
+    }
+
+    /**
+     * Rests when nothing is to be done here until a socket of its queue pairs is ready or
+     * something is posted: each queue pair armed as for a sleep (its ACK sent, its ring asked to
+     * ring) and then found with nothing outstanding, nothing to send, nothing parked and no timer
+     * running ({@link TcpQueuePair#mayRest}). Only where its thread may sleep: a polling-only
+     * channel has no wake-up, and its direct operations skip the fence a wake needs.
+     */
+    @Override
+    public boolean rest(Runnable wake) {
+        if (channel == null || !channel.sleepers() || count > 0 || quietPolls < QUIET_POLLS_BEFORE_REST) {
+            return false;
+        }
+        waker = wake;
+        channel.resting.incrementAndGet();
+        AT_REST.incrementAndGet();
+        // Resting first, then the look: a poster publishes its work, fences and reads resting;
+        // so either it sees this flag (and wakes us) or the look below sees its work.
+        resting = true;
+        for (int i = 0, n = queuePairs.size(); i < n; i++) {
+            if (!queuePairs.get(i).mayRest()) {
+                if (RESTING.compareAndSet(this, true, false)) {
+                    channel.resting.decrementAndGet();
+                    AT_REST.decrementAndGet();
+                }   // else someone woke it meanwhile: that wake is for a source still polled, and ignored
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Takes a resting queue back into its IO thread's passes; true when it was resting. Any thread. */
+    boolean activate() {
+        if (resting && RESTING.compareAndSet(this, true, false)) {
+            channel.resting.decrementAndGet();
+            AT_REST.decrementAndGet();
+            waker.run();
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Something was posted to one of its queue pairs (its entry already published): a resting
+     * queue must be polled again, for its answer's timers if not for a completion of its own.
+     * The full fence orders the publication before the read of {@link #resting} (see {@link #rest}).
+     */
+    void wakeIfResting() {
+        if (channel == null || !channel.sleepers()) {
+            return;
+        }
+        java.lang.invoke.VarHandle.fullFence();
+        activate();
+    }
+
+    /** A queue pair has work made without socket activity (an error, a receive for a parked SEND): poll it soon. */
+    void wake() {
+        if (channel != null) {
+            activate();
+            channel.wake();
+        }
     }
 
     @Override
@@ -128,6 +217,7 @@ final class TcpCompletionQueue implements CompletionQueue {
             return;
         }
         java.lang.invoke.VarHandle.fullFence();
+        activate();
         if (armed) {
             armed = false;
             channel.wake();
@@ -137,5 +227,9 @@ final class TcpCompletionQueue implements CompletionQueue {
     @Override
     public void close() {
         queuePairs.clear();
+        if (resting && RESTING.compareAndSet(this, true, false)) {   // closed at rest: no longer counted
+            channel.resting.decrementAndGet();
+            AT_REST.decrementAndGet();
+        }
     }
 }

@@ -179,6 +179,14 @@ final class TcpConnectionManager implements ConnectionManager {
         }
     }
 
+    /** {@code e}'s HELLO was read: it leaves the pending places (see {@link TcpCmEndpoint}'s requested). */
+    synchronized void helloRead(TcpCmEndpoint e) {
+        if (e.countsAsPending) {
+            e.countsAsPending = false;
+            pendingHandshakes--;
+        }
+    }
+
     /** Stops waiting on {@code fd} (handshake over, or closed). Any thread. */
     void forget(int fd) {
         synchronized (this) {

@@ -154,7 +154,12 @@ final class TcpQueuePair implements QueuePair {
      * {@code peer}: what the peer's handshake announced (its responder resources bound our READs
      * and atomics in flight).
      */
-    void start(TcpSameHost support, boolean useRings, QueuePairSpec peer) {
+    void start(TcpSameHost support, boolean useRings, QueuePairSpec peer, long idleTimeoutNanos) {
+        this.idleTimeoutNanos = idleTimeoutNanos;
+        this.keepAliveNanos = keepAliveInterval(idleTimeoutNanos);
+        long now = System.nanoTime();
+        heardAt = now;
+        sentAt = now;
         requester.limitReadsAndAtomics(peer.responderResources());
         if (support != null && useRings && rings != null && rings.ready()) {
             registrations.addDirectUser(this);   // before sameHost: a direct operation needs the quiesce
@@ -168,8 +173,9 @@ final class TcpQueuePair implements QueuePair {
         }
         state.start();
         if (cq.channel != null) {
+            cq.channel.register(fd, this);
             cq.channel.watch(fd, Sockets.EPOLLIN | Sockets.EPOLLRDHUP, true);
-            cq.channel.wake();
+            cq.wake();
         }
     }
 
@@ -231,7 +237,9 @@ final class TcpQueuePair implements QueuePair {
     @Override
     public int postSend(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
                         int rkey, long compareAdd, long swap, int imm) {
-        return requester.postSend(wrId, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, imm);
+        int rc = requester.postSend(wrId, opcode, flags, localAddr, length, lkey, remoteAddr, rkey, compareAdd, swap, imm);
+        cq.wakeIfResting();   // its answer's timers, if nothing else, need the queue polled
+        return rc;
     }
 
     @Override
@@ -252,7 +260,9 @@ final class TcpQueuePair implements QueuePair {
 
     @Override
     public int postStaged(int count) {
-        return requester.postStaged(count);
+        int rc = requester.postStaged(count);
+        cq.wakeIfResting();
+        return rc;
     }
 
     @Override
@@ -297,8 +307,8 @@ final class TcpQueuePair implements QueuePair {
 
     /** A receive was posted, here or to the shared queue this QP waited on: a parked SEND may go now. */
     void receivePosted() {
-        if (responder.waitsForReceive() && cq.channel != null) {
-            cq.channel.wake();
+        if (responder.waitsForReceive()) {
+            cq.wake();
         }
     }
 
@@ -315,9 +325,7 @@ final class TcpQueuePair implements QueuePair {
     @Override
     public void moveToError() {
         state.requestError();
-        if (cq.channel != null) {
-            cq.channel.wake();
-        }
+        cq.wake();
     }
 
     /** Whether the responder has stopped reading the peer (a budget is full): the peer's answers wait too. */
@@ -328,6 +336,38 @@ final class TcpQueuePair implements QueuePair {
     /** Sends an ACK owed now, if any (before the IO thread sleeps: nothing may wait for a next pass). */
     void flushAck() {
         responder.flushAck();
+    }
+
+    /**
+     * On the progress thread, after a progress that did nothing, with its completion queue
+     * already marked resting ({@link TcpCompletionQueue#rest}): arms as for a sleep (the ACK
+     * owed goes now, the ring is asked to ring) and says whether nothing can happen here until
+     * the socket is ready or something is posted. Not while anything has a timer or waits:
+     * an operation outstanding (its answer's deadline), bytes waiting to go out, a frame in
+     * progress or parked (the RNR and payload-stall deadlines), a receive awaited, an error
+     * asked for; nor before the handshake is done.
+     */
+    boolean mayRest() {
+        if (state.closed() || state.failed()) {
+            return true;   // nothing more happens here: its owner ends the connection
+        }
+        if (!state.started() || (state.errorRequested() && !state.inError())) {
+            return false;
+        }
+        responder.flushAck();
+        if (ringMode) {
+            FrameRing r = rxRing;
+            if (r != null && r.arm()) {
+                return false;   // bytes came before the arm: read them
+            }
+            nextSocketCheck = 0;
+        }
+        synchronized (txLock) {
+            if (!tx.idle() || tx.failedErrno() != 0) {
+                return false;
+            }
+        }
+        return requester.idle() && (state.peerGone() || responder.atRest());
     }
 
     // ================================================================= progress (the IO thread)
@@ -408,6 +448,65 @@ final class TcpQueuePair implements QueuePair {
         }
     }
 
+    // ---- idle timeout and keep-alive (the IO thread's timer, TcpCompletionChannel.checkIdle)
+
+    /** The longest a connection that has sent nothing waits before its keep-alive. */
+    static final long MAX_KEEP_ALIVE_NANOS = 15_000_000_000L;
+    private long idleTimeoutNanos, keepAliveNanos;
+    private long heardCount, heardAt, sentCount, sentAt;
+
+    /** A keep-alive when this side has sent nothing for a third of its idle timeout, at most 15 s (none when it has none). */
+    static long keepAliveInterval(long idleTimeoutNanos) {
+        return idleTimeoutNanos <= 0 ? MAX_KEEP_ALIVE_NANOS : Math.min(MAX_KEEP_ALIVE_NANOS, idleTimeoutNanos / 3);
+    }
+
+    long keepAliveNanos() {
+        return keepAliveNanos;
+    }
+
+    /** Keep-alives sent by this process (for tests and diagnostics). */
+    static final java.util.concurrent.atomic.AtomicLong KEEP_ALIVES = new java.util.concurrent.atomic.AtomicLong();
+
+    /**
+     * On the progress thread (its IO thread's timer), resting or not: ends the connection when the
+     * peer has sent nothing for the idle timeout, and sends a keep-alive when this side has sent
+     * nothing for its interval. {@code looked}: the timer ran on time before this (else the silence
+     * so far is not counted: a thread that was kept from running did not read the peer either). Nothing read here is on the operation path: the byte counts are
+     * compared with what the last look saw, so no clock is read per operation.
+     */
+    void checkIdle(long now, boolean looked) {
+        if (!looked) {
+            heardAt = now;   // this thread did not look for a while (a pause, a starved host): the peer's silence is not known
+        }
+        if (!state.started() || state.closed() || state.peerGone() || state.failed() || state.inError()) {
+            return;
+        }
+        long in = responder.bytesIn();
+        if (in != heardCount || !responder.atRest()) {   // not at rest: the stream may wait on us (a budget, a receive)
+            heardCount = in;
+            heardAt = now;
+        } else if (idleTimeoutNanos > 0 && now - heardAt > idleTimeoutNanos) {
+            long ms = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(idleTimeoutNanos);
+            Log.limited("tcp.idleTimeout", System.Logger.Level.INFO, "tcp: closed a connection whose peer sent nothing"
+                    + " for " + ms + " ms, not even a keep-alive (the idle timeout, Rdma.Builder.idleTimeout)");
+            Sockets.shutdown(fd, Sockets.SHUT_RDWR);
+            gone("idle timeout: the peer sent nothing for " + ms + " ms, not even a keep-alive");
+            return;
+        }
+        synchronized (txLock) {
+            long out = tx.sentTotal();
+            if (out != sentCount || !tx.idle()) {
+                sentCount = out;
+                sentAt = now;
+            } else if (now - sentAt >= keepAliveNanos && !responder.refusing()) {
+                responder.keepAlive();
+                KEEP_ALIVES.incrementAndGet();
+                sentCount = tx.sentTotal();
+                sentAt = now;
+            }
+        }
+    }
+
     /** Rings the peer: one byte on the socket, which its epoll watches (it drains and ignores them). */
     void doorbell() {
         synchronized (txLock) {
@@ -457,7 +556,9 @@ final class TcpQueuePair implements QueuePair {
      * has; false when the connection is over. Any thread. See {@link SameHostMapping#sendUnmap}.
      */
     boolean sendUnmap(TcpMemoryRegistration r) {
-        return mapping.sendUnmap(r);
+        boolean sent = mapping.sendUnmap(r);
+        cq.wakeIfResting();   // the answer's wait needs the queue polled
+        return sent;
     }
 
     /**
@@ -648,6 +749,9 @@ final class TcpQueuePair implements QueuePair {
             cq.detach(this);
             if (cq.channel != null && state.started() && !state.peerGone()) {
                 cq.channel.unwatch(fd);
+            }
+            if (cq.channel != null) {
+                cq.channel.unregister(fd, this);
             }
             tx.close();
             responder.close();

@@ -452,9 +452,7 @@ final class TcpRequester {
         }
         sqBroken = true;
         sqTail = pos;
-        if (qp.cq.channel != null) {
-            qp.cq.channel.wake();
-        }
+        qp.cq.wake();
         return 0;
     }
 
@@ -520,6 +518,11 @@ final class TcpRequester {
      * Completes, in order, what needs no answer from the peer: operations done directly on a
      * mapping, and a request that failed here (which puts the QP in error).
      */
+    /** Nothing posted is outstanding: every entry completed (or none was posted). Any thread. */
+    boolean idle() {
+        return sqHead >= sqTail;
+    }
+
     void completeReady() {
         long tail = sqTail;
         while (sqHead < tail && !qp.state.inError()) {

@@ -1,5 +1,6 @@
 package dev.jrdma.provider.tcp;
 
+import dev.jrdma.os.LibC;
 import static dev.jrdma.provider.tcp.TcpFrameDescriptor.*;
 
 import dev.jrdma.os.Errno;
@@ -44,7 +45,8 @@ final class TcpResponder implements AutoCloseable {
     private static final int RX_BUFFER = 64 * 1024;
     // ---- receive side: the progress thread only
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment rx = arena.allocate(RX_BUFFER, 64);
+    /** Mapped, not allocated: its pages become resident as bytes arrive (an idle connection's stay untouched). */
+    private final MemorySegment rx = LibC.mapAnonymous(RX_BUFFER, arena);
     private int rxStart, rxEnd;
     private boolean inFrame;            // a header was read; its payload may still be coming
     /** Our answers the peer has not read: past its limit, the peer's READs and atomics wait. */
@@ -111,6 +113,27 @@ final class TcpResponder implements AutoCloseable {
     /** Whether the stream is read to the end of what came: no frame half read, nothing buffered. */
     boolean idle() {
         return !inFrame && rxStart == rxEnd;
+    }
+
+    /**
+     * Nothing of the peer's is in progress here and nothing waits: no frame being read, no
+     * bytes buffered, nothing parked, no SEND waiting for a receive, the stream not stopped for
+     * a budget, no ACK owed. With none of these, only the socket (or a post) brings work.
+     */
+    boolean atRest() {
+        return idle() && parked.isEmpty() && !deferred && !starved && rnrSince == 0 && !acks.owed();
+    }
+
+    /** Bytes ever read from the peer's stream (socket or ring): a change says the peer said something. */
+    long bytesIn() {
+        return bytesIn;
+    }
+
+    private long bytesIn;   // the progress thread
+
+    /** Whether a request was refused (NAKed): nothing more is applied, or acknowledged. */
+    boolean refusing() {
+        return refusing;
     }
 
     /** Bytes read from the socket so far into the buffer (a change says the stream moved). */
@@ -286,7 +309,11 @@ final class TcpResponder implements AutoCloseable {
      */
     private long streamRead(long address, long length) {
         if (!qp.ringMode) {
-            return Sockets.recv(qp.fd, address, length);
+            long n = Sockets.recv(qp.fd, address, length);
+            if (n > 0) {
+                bytesIn += n;
+            }
+            return n;
         }
         if (qp.rxRing == null && !qp.awaitPeerRing()) {
             return -Errno.EAGAIN;
@@ -296,8 +323,11 @@ final class TcpResponder implements AutoCloseable {
             qp.malformed("the peer's ring positions are impossible");
             return -Errno.EIO;
         }
-        if (n > 0 && qp.rxRing.producerWaits()) {
-            qp.doorbell();
+        if (n > 0) {
+            bytesIn += n;
+            if (qp.rxRing.producerWaits()) {
+                qp.doorbell();
+            }
         }
         return n == 0 ? -Errno.EAGAIN : n;
     }
@@ -648,6 +678,11 @@ final class TcpResponder implements AutoCloseable {
     /** Sends an ACK owed now, if any (before the IO thread sleeps). */
     void flushAck() {
         acks.flush();
+    }
+
+    /** A keep-alive (an ACK of what was acknowledged already); under the transmit lock. */
+    void keepAlive() {
+        acks.keepAlive();
     }
 
 

@@ -23,6 +23,8 @@ final class TcpTransmitter implements AutoCloseable {
     static final int MAX_FRAMES = 64;
     /** Waiting pieces (see below) at most; past it, waiting bytes are copied whatever they are. */
     private static final int MAX_PIECES = 512;
+    /** The pieces' ring's first size (it grows to {@link #MAX_PIECES}). */
+    private static final int FIRST_PIECES = 8;
     /** Waiting pieces gathered into one sendmsg at most. */
     private static final int PIECES_PER_SEND = 32;
     /** A READ answer's unsent rest at least this large is sent on from its registration, not copied. */
@@ -49,9 +51,11 @@ final class TcpTransmitter implements AutoCloseable {
     private MemorySegment backlog;
     private Arena backlogArena;
     private long backlogStart, backlogEnd;
-    private final long[] pieceAddress = new long[MAX_PIECES];
-    private final long[] pieceLength = new long[MAX_PIECES];
-    private final TcpMemoryRegistration[] pieceRegistration = new TcpMemoryRegistration[MAX_PIECES];
+    // The pieces' ring starts small and doubles up to MAX_PIECES: most connections never have
+    // more than a few pieces waiting, and an idle one none (the full ring is 10 KiB of heap).
+    private long[] pieceAddress = new long[FIRST_PIECES];
+    private long[] pieceLength = new long[FIRST_PIECES];
+    private TcpMemoryRegistration[] pieceRegistration = new TcpMemoryRegistration[FIRST_PIECES];
     private int pieceFirst, pieceCount;
     private long pendingBytes;
     /** The errno sending failed with (EPIPE, ECONNRESET...), or 0. */
@@ -231,7 +235,7 @@ final class TcpTransmitter implements AutoCloseable {
         gathered = 0;
         long copied = backlogStart;
         for (int k = 0; k < pieces; k++) {
-            int p = (pieceFirst + k) % MAX_PIECES;
+            int p = (pieceFirst + k) % pieceAddress.length;
             if (pieceAddress[p] < 0) {
                 Sockets.iovec(iovs, n++, backlog.address() + copied, pieceLength[p]);
                 copied += pieceLength[p];
@@ -297,7 +301,7 @@ final class TcpTransmitter implements AutoCloseable {
             sent -= n;
             if (pieceLength[p] == 0) {
                 pieceRegistration[p] = null;
-                pieceFirst = (pieceFirst + 1) % MAX_PIECES;
+                pieceFirst = (pieceFirst + 1) % pieceAddress.length;
                 pieceCount--;
             }
         }
@@ -313,8 +317,11 @@ final class TcpTransmitter implements AutoCloseable {
      */
     private void keep(long from, long count, TcpMemoryRegistration stream) {
         pendingBytes += count;
+        if (pieceCount == pieceAddress.length && pieceCount < MAX_PIECES) {
+            growPieces();
+        }
         if (stream != null && count >= STREAM_MIN && pieceCount < MAX_PIECES - 1) {   // a slot stays for a copy
-            int p = (pieceFirst + pieceCount++) % MAX_PIECES;
+            int p = (pieceFirst + pieceCount++) % pieceAddress.length;
             pieceAddress[p] = from;
             pieceLength[p] = count;
             pieceRegistration[p] = stream;
@@ -323,11 +330,11 @@ final class TcpTransmitter implements AutoCloseable {
         compactBacklog(count);
         MemorySegment.copy(AddressSpace.ALL, from, backlog, backlogEnd, count);
         backlogEnd += count;
-        int last = (pieceFirst + pieceCount - 1) % MAX_PIECES;
+        int last = (pieceFirst + pieceCount - 1) % pieceAddress.length;
         if (pieceCount > 0 && pieceAddress[last] < 0) {
             pieceLength[last] += count;   // follows the copied piece it joins
         } else if (pieceCount < MAX_PIECES) {
-            int p = (pieceFirst + pieceCount++) % MAX_PIECES;
+            int p = (pieceFirst + pieceCount++) % pieceAddress.length;
             pieceAddress[p] = -1;
             pieceLength[p] = count;
             pieceRegistration[p] = null;
@@ -336,11 +343,28 @@ final class TcpTransmitter implements AutoCloseable {
         }
     }
 
+    /** Twice the pieces' ring, the waiting pieces first in it, in order. */
+    private void growPieces() {
+        int n = pieceAddress.length;
+        long[] a = new long[n * 2], l = new long[n * 2];
+        TcpMemoryRegistration[] r = new TcpMemoryRegistration[n * 2];
+        for (int k = 0; k < pieceCount; k++) {
+            int p = (pieceFirst + k) % n;
+            a[k] = pieceAddress[p];
+            l[k] = pieceLength[p];
+            r[k] = pieceRegistration[p];
+        }
+        pieceAddress = a;
+        pieceLength = l;
+        pieceRegistration = r;
+        pieceFirst = 0;
+    }
+
     /** Nothing waits any more (the connection failed). */
     private void dropWaiting() {
         backlogStart = backlogEnd = 0;
         for (int k = 0; k < pieceCount; k++) {
-            pieceRegistration[(pieceFirst + k) % MAX_PIECES] = null;
+            pieceRegistration[(pieceFirst + k) % pieceAddress.length] = null;
         }
         pieceFirst = pieceCount = 0;
         pendingBytes = 0;

@@ -101,6 +101,59 @@ class HandshakeFloodTest {
     }
 
     /**
+     * The review's hole in the above: sockets that send a whole HELLO and never their
+     * READY_TO_USE held every pending place (each with its queue pair made) for the handshake
+     * timeout, and an honest client waited 5.3-5.5 s behind them. Past its HELLO a handshake now
+     * counts as a connection of its source (maxConnections, maxConnectionsPerSource), not as a
+     * pending place: {@value #SQUATTERS} such sockets, more than the 128 places, and an honest
+     * client of the same address still connects at once.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    @Timeout(120)
+    void anHonestClientConnectsWhileMoreHandshakesThanThePlacesStopAfterTheirHello(String provider) throws Exception {
+        List<RawPeer> squatters = new ArrayList<>();
+        try (HostilePeerTest.Target target = HostilePeerTest.Target.start(provider);
+             Rdma rdma = Rdma.builder().provider("tcp").build()) {
+            try (Connection warm = rdma.connect(target.address)) {
+                assertEquals(dev.jrdma.ConnectionState.ESTABLISHED, warm.state());   // class loading and the JIT, not the attack's
+            }
+            dev.jrdma.spi.QueuePairSpec spec = new dev.jrdma.spi.QueuePairSpec(64, 64, 1, 1, 0, 16, 16, 7, 6);
+            byte[] hello = TcpHandshake.hello(TcpHandshake.HELLO, spec, new byte[16], new byte[0]);
+            for (int i = 0; i < SQUATTERS; i++) {
+                RawPeer p = RawPeer.open(target.address);
+                squatters.add(p);
+                p.writeFully(java.nio.ByteBuffer.wrap(hello), 5_000);
+            }
+            // The first 100 have their ACCEPT (before the fix too: they fit in the places).
+            for (int i = 0; i < 100; i++) {
+                byte[] h = squatters.get(i).readFully(TcpHandshake.HEADER_SIZE, 10_000);
+                assertEquals(TcpHandshake.ACCEPT, TcpHandshake.checkHeader(h), "squatter " + i + " was accepted");
+            }
+            List<Long> connectMs = new ArrayList<>();
+            for (int i = 0; i < 5; i++) {
+                long t0 = System.nanoTime();
+                try (Connection c = rdma.connect(target.address)) {
+                    connectMs.add(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+                    assertEquals(dev.jrdma.ConnectionState.ESTABLISHED, c.state());
+                }
+            }
+            long worst = connectMs.stream().max(Long::compare).orElseThrow();
+            System.out.println("HandshakeFloodTest " + provider + ": honest connects " + connectMs + " ms while "
+                    + SQUATTERS + " handshakes stopped after their HELLO");
+            assertTrue(worst < CONNECT_BOUND_MS, "an honest client took " + worst + " ms to connect (" + connectMs
+                    + ") while " + SQUATTERS + " handshakes stopped after their HELLO; bound " + CONNECT_BOUND_MS + " ms");
+        } finally {
+            for (RawPeer p : squatters) {
+                p.close();
+            }
+        }
+    }
+
+    /** Sockets that send a HELLO and stop: more than the 128 pending places. */
+    private static final int SQUATTERS = 200;
+
+    /**
      * {@code n} sockets to the target, half saying nothing and half one byte of a HELLO header,
      * each re-opened as soon as the target drops it; bounded by 60 s and 10^6 opens.
      */

@@ -78,6 +78,34 @@ class SilentPeerTest {
         }
     }
 
+    /**
+     * Issue 45, finding 3: a connection with nothing to do rests (its IO thread does not poll it)
+     * until its socket is ready or something is posted. A post to a resting connection whose peer
+     * then never answers must still meet its answer's deadline: the post wakes it.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    @Timeout(60)
+    void aPeerStoppedWhileTheConnectionRestsIsFoundAtTheNextPost(String provider) throws Exception {
+        try (HostilePeerTest.Target target = HostilePeerTest.Target.start(provider);
+             Rdma rdma = Rdma.builder().provider(provider).build();
+             Connection c = rdma.connect(target.address, QUICK);
+             LocalRegion msg = rdma.allocate(64)) {
+            c.sendSync(msg);   // the peer is alive: answered
+            RestingConnectionTest.awaitAtRest(1, "our connection, idle");
+            signal(target, "STOP");
+            try {
+                CompletableFuture<Void> f = c.send(msg);
+                CompletionException e = org.junit.jupiter.api.Assertions.assertThrows(CompletionException.class,
+                        () -> f.orTimeout(BUDGET_MS + 5_000, TimeUnit.MILLISECONDS).join());
+                assertTrue(String.valueOf(e.getCause().getMessage()).contains("RETRY_EXC_ERR"), String.valueOf(e.getCause()));
+                assertNotEquals(ConnectionState.ESTABLISHED, c.state());
+            } finally {
+                signal(target, "CONT");
+            }
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"tcp", "shm"})
     @Timeout(60)
