@@ -24,7 +24,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  *
  * <p>Whether a given rnrRetry rides the storm out depends on how fast the server reposts, which
  * under the VM's emulated CPU is not steady; what holds whatever the timing, and is checked for
- * every rnrRetry from 0 to 6: the sends that succeeded are exactly the first k, every send ended
+ * rnrRetry 0, 1, 2, 3 and 6: the sends that succeeded are exactly the first k, every send ended
  * once, the one at k (if any) names the spent RNR retries, and the server received the first m
  * sends, once each and in order, with k &lt;= m &lt;= k + {@value #IN_FLIGHT}. With rnrRetry 0 the storm must fail.
  *
@@ -54,7 +54,9 @@ class RnrStormVerbsTest {
     }
 
     @ParameterizedTest(name = "rnrRetry {0}")
-    @ValueSource(ints = {0, 1, 2, 3, 4, 5, 6})
+    // Not 4 and 5: the checks are the same for every count, and in the VM those two took 3.5 minutes
+    // of the suite's (6, the most retries, stays; 0 must fail; 1 to 3 run out at different points).
+    @ValueSource(ints = {0, 1, 2, 3, 6})
     void aBurstIntoOneReceiveIsDeliveredInOrderUpToTheFirstSpentRetry(int rnrRetry) throws Exception {
         List<String> devices = List.of(VerbsTestAddresses.serverDevice(), VerbsTestAddresses.clientDevice());
         List<Integer> received = new ArrayList<>();
