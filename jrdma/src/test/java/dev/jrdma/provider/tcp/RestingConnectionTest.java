@@ -37,7 +37,10 @@ class RestingConnectionTest {
         return TcpCompletionQueue.AT_REST.get();
     }
 
-    /** Waits (up to 10 s) until at least {@code n} completion queues of this process are at rest. */
+    /**
+     * Waits (up to 10 s) until at least {@code n} completion queues of this process are at rest.
+     * The count is the process's: a test reads it before it connects and adds its own.
+     */
     static void awaitAtRest(int n, String what) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (atRest() < n) {
@@ -101,7 +104,6 @@ class RestingConnectionTest {
             ended.get(10, TimeUnit.SECONDS);
             assertEquals(ConnectionState.CLOSED, s.state());
         }
-        assertEquals(base, atRest(), "no queue of a closed Rdma is counted at rest");
     }
 
     /**
