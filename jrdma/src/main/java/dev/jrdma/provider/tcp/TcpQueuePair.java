@@ -454,6 +454,8 @@ final class TcpQueuePair implements QueuePair {
     static final long MAX_KEEP_ALIVE_NANOS = 15_000_000_000L;
     private long idleTimeoutNanos, keepAliveNanos;
     private long heardCount, heardAt, sentCount, sentAt;
+    /** The peer said something since our last keep-alive (or we sent none yet). */
+    private boolean heardSinceKeepAlive = true;
 
     /** A keep-alive when this side has sent nothing for a third of its idle timeout, at most 15 s (none when it has none). */
     static long keepAliveInterval(long idleTimeoutNanos) {
@@ -470,7 +472,8 @@ final class TcpQueuePair implements QueuePair {
     /**
      * On the progress thread (its IO thread's timer), resting or not: ends the connection when the
      * peer has sent nothing for the idle timeout, and sends a keep-alive when this side has sent
-     * nothing for its interval. {@code looked}: the timer ran on time before this (else the silence
+     * nothing for its interval, and has heard the peer since its last one (a silent peer gets one
+     * keep-alive, not one every interval). {@code looked}: the timer ran on time before this (else the silence
      * so far is not counted: a thread that was kept from running did not read the peer either). Nothing read here is on the operation path: the byte counts are
      * compared with what the last look saw, so no clock is read per operation.
      */
@@ -485,6 +488,7 @@ final class TcpQueuePair implements QueuePair {
         if (in != heardCount || !responder.atRest()) {   // not at rest: the stream may wait on us (a budget, a receive)
             heardCount = in;
             heardAt = now;
+            heardSinceKeepAlive = true;
         } else if (idleTimeoutNanos > 0 && now - heardAt > idleTimeoutNanos) {
             long ms = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(idleTimeoutNanos);
             Log.limited("tcp.idleTimeout", System.Logger.Level.INFO, "tcp: closed a connection whose peer sent nothing"
@@ -498,7 +502,10 @@ final class TcpQueuePair implements QueuePair {
             if (out != sentCount || !tx.idle()) {
                 sentCount = out;
                 sentAt = now;
-            } else if (now - sentAt >= keepAliveNanos && !responder.refusing()) {
+            } else if (now - sentAt >= keepAliveNanos && heardSinceKeepAlive && !responder.refusing()) {
+                // Only while the peer answers: a jrdma peer's keep-alive answers ours, so an idle
+                // pair keeps both up, and a peer that says nothing gets one and no more.
+                heardSinceKeepAlive = false;
                 responder.keepAlive();
                 KEEP_ALIVES.incrementAndGet();
                 sentCount = tx.sentTotal();
