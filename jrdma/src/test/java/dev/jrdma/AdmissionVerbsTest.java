@@ -30,8 +30,8 @@ class AdmissionVerbsTest {
 
     @Test
     void aGuessingSourceAndAHoardingSourceAreRefusedWhileAnotherIsServed() throws Exception {
-        List<String> devices = List.of(env("JRDMA_VM_GROUP_DEVS").split(","));
-        List<String> ips = List.of(env("JRDMA_VM_GROUP_IPS").split(","));
+        List<String> devices = List.of(VerbsTestAddresses.groupEnv("JRDMA_VM_GROUP_DEVS").split(","));
+        List<String> ips = List.of(VerbsTestAddresses.groupEnv("JRDMA_VM_GROUP_IPS").split(","));
         assertTrue(devices.size() >= 4 && ips.size() == devices.size(), "four devices in the VM's group: " + devices);
         List<Connection> hoarded = new ArrayList<>();
         try (Rdma server = Rdma.builder().provider("verbs").device(devices.get(0)).maxConnectionsPerSource(4).build();
@@ -93,14 +93,5 @@ class AdmissionVerbsTest {
         ConnectionRejectedException e = assertThrows(ConnectionRejectedException.class,
                 () -> client.connect(at, ConnectionConfig.builder().authToken(token).build()).close());
         return String.valueOf(e.getMessage());
-    }
-
-    private static String env(String name) {
-        String v = System.getenv(name);
-        if (v == null || v.isBlank()) {
-            org.junit.jupiter.api.Assertions.fail("the verbs suite needs " + name + " (set by scripts/softroce-vm --group 4):"
-                    + " run it with scripts/verbs-suite");
-        }
-        return v;
     }
 }

@@ -42,8 +42,8 @@ class SharedReceiveQueueVerbsTest extends SharedReceiveQueueConformance {
      */
     @Test
     void clientsOnThreeDevicesFanInToOneServersSharedReceiveQueue() throws Exception {
-        List<String> devices = List.of(env("JRDMA_VM_GROUP_DEVS").split(","));
-        List<String> ips = List.of(env("JRDMA_VM_GROUP_IPS").split(","));
+        List<String> devices = List.of(VerbsTestAddresses.groupEnv("JRDMA_VM_GROUP_DEVS").split(","));
+        List<String> ips = List.of(VerbsTestAddresses.groupEnv("JRDMA_VM_GROUP_IPS").split(","));
         assertTrue(devices.size() >= 4 && ips.size() == devices.size(), "four devices in the VM's group: " + devices);
         int perClient = 8, messages = 8, connections = 3 * perClient;
         List<Rdma> clients = new ArrayList<>();
@@ -102,14 +102,5 @@ class SharedReceiveQueueVerbsTest extends SharedReceiveQueueConformance {
         } finally {
             clients.forEach(Rdma::close);
         }
-    }
-
-    private static String env(String name) {
-        String v = System.getenv(name);
-        if (v == null || v.isBlank()) {
-            org.junit.jupiter.api.Assertions.fail("the verbs suite needs " + name + " (set by scripts/softroce-vm --group 4):"
-                    + " run it with scripts/verbs-suite");
-        }
-        return v;
     }
 }

@@ -42,6 +42,16 @@ final class VerbsTestAddresses {
         return new InetSocketAddress(env("JRDMA_VERBS_SERVER_IP6", "JRDMA_VM_IP6_0"), nextPort++);
     }
 
+    /** A variable of the VM's four-device group (JRDMA_VM_GROUP_DEVS, JRDMA_VM_GROUP_IPS), set by softroce-vm --group 4. */
+    static String groupEnv(String name) {
+        String v = System.getenv(name);
+        if (v == null || v.isBlank()) {
+            org.junit.jupiter.api.Assertions.fail("the verbs suite needs " + name + " (set by scripts/softroce-vm --group 4):"
+                    + " run it with scripts/verbs-suite");
+        }
+        return v;
+    }
+
     private static String env(String name, String vmName) {
         String v = System.getenv(name);
         if (v == null || v.isBlank()) {
