@@ -26,6 +26,10 @@ final class Outcomes {
     final AtomicInteger succeeded = new AtomicInteger();
     final Semaphore window;
     final CountDownLatch ended;
+    /** System.nanoTime() of the latest first ending (0 before any). */
+    volatile long lastEndNanos;
+    /** System.nanoTime() of the first failure (0 before any). */
+    final java.util.concurrent.atomic.AtomicLong firstFailureNanos = new java.util.concurrent.atomic.AtomicLong();
 
     Outcomes(int n, int window) {
         this.calls = new AtomicIntegerArray(n);
@@ -44,6 +48,7 @@ final class Outcomes {
 
             @Override
             public void failed(Throwable e, Integer i) {
+                firstFailureNanos.compareAndSet(0, System.nanoTime());
                 failures.add(e);
                 failed.putIfAbsent(i, e);
                 end(i);
@@ -53,6 +58,7 @@ final class Outcomes {
 
     private void end(int i) {
         if (calls.incrementAndGet(i) == 1) {
+            lastEndNanos = System.nanoTime();
             window.release();
             ended.countDown();
         }

