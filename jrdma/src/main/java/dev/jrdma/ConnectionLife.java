@@ -12,6 +12,7 @@ import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
+import dev.jrdma.spi.Log;
 import dev.jrdma.spi.QueuePair;
 import dev.jrdma.spi.Srq;
 import dev.jrdma.spi.QueuePairOwner;
@@ -288,8 +289,9 @@ final class ConnectionLife {
             // An accepted connection that failed before it was established: no callback of the
             // application has seen it, so the log is where an operator learns of it (a client too
             // slow for Rdma.Builder.handshakeTimeout sees its new connection end at once).
-            System.getLogger("dev.jrdma").log(System.Logger.Level.WARNING,
-                    "dropped a connection from {0} before it was established: {1}", remoteAddress, what);
+            // A peer can cause this as often as it connects (a flood of requests that never finish): limited.
+            Log.limited("connection.droppedBeforeEstablished", System.Logger.Level.WARNING,
+                    "dropped a connection from " + remoteAddress + " before it was established: " + what);
             failConnect(new RdmaException("accepting " + remoteAddress + " failed: " + what));
             return;
         }

@@ -1046,11 +1046,27 @@ public final class Rdma implements AutoCloseable {
         }
 
         @Override
+        public byte[] rejection(String reason) {
+            return Handshake.rejection(reason);
+        }
+
+        @Override
         public void onPeerOffence(CmEndpoint endpoint, String what) {
             if (endpoint.attachment() instanceof Connection c && c.server != null) {
                 acceptPolicy.offended(endpoint.remoteAddress());   // only a server's peers: a client chose its server
             }
         }
+    }
+
+    /** Accepted connections not yet established (their handshake under way), for tests: a scan; any thread. */
+    int acceptedConnecting() {
+        int n = 0;
+        for (Connection c : connections) {
+            if (c.server != null && c.state() == ConnectionState.CONNECTING) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** How many connections this instance's servers hold from {@code source} (the control path: a scan). */
@@ -1257,8 +1273,11 @@ public final class Rdma implements AutoCloseable {
         }
 
         /**
-         * How many accepted connections may be in their handshake at once (software providers):
-         * more wait in the kernel's backlog until one finishes or times out. Default 128.
+         * How many accepted connections may be in their handshake at once: more wait in the
+         * kernel's backlog until one finishes or times out (tcp, shm). On verbs, the connections
+         * accepted whose client has not sent its RTU (a client whose rdma_cm never reads its
+         * CONNECT_RESPONSE holds our QP, CQ and receive buffers): one more drops the oldest of them
+         * from the source that has the most. Default 128.
          *
          * @param n the most handshakes in progress at once
          * @return this builder
@@ -1273,9 +1292,10 @@ public final class Rdma implements AutoCloseable {
 
         /**
          * How long an accepted connection's client has for each of its handshake steps before it
-         * is dropped (software providers): for its HELLO from the TCP accept, and for its last
-         * message from this side's answer, so this side's own slowness is not charged to it. A peer
-         * that connects and says nothing costs a socket this long. Default 5 s.
+         * is dropped: for its HELLO from the TCP accept, and for its last message from this side's
+         * answer, so this side's own slowness is not charged to it (tcp, shm); on verbs, for its
+         * RTU from our accept (rdma_cm's own REP retries would wait minutes). A peer that connects
+         * and says nothing costs a socket (on verbs: a QP) this long. Default 5 s.
          *
          * @param timeout the time, positive
          * @return this builder

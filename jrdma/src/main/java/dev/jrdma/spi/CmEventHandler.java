@@ -24,4 +24,12 @@ public interface CmEventHandler {
      */
     default void onPeerOffence(CmEndpoint endpoint, String what) {
     }
+
+    /**
+     * The private data of a rejection that says {@code reason} to the peer, for a request the
+     * provider refuses itself (its connection limits) before {@link #onConnectRequest}; null: none.
+     */
+    default byte[] rejection(String reason) {
+        return null;
+    }
 }

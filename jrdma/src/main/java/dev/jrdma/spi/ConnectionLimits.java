@@ -6,9 +6,10 @@ package dev.jrdma.spi;
  * take before it is dropped (a peer that connects and says nothing, or a byte a minute, costs a
  * socket for that long only).
  *
- * @param maxPendingHandshakes accepted connections whose handshake has not finished, at most
+ * @param maxPendingHandshakes accepted connections whose handshake has not finished, at most (verbs: accepted
+ *                             connections awaiting the client's RTU)
  * @param handshakeTimeoutNanos how long an accepted connection's client has for each handshake step (its first
- *                              message from the accept, its last from this side's answer)
+ *                              message from the accept, its last from this side's answer; verbs: its RTU)
  * @param idleTimeoutNanos how long an established connection's peer may send nothing at all, not even a
  *                         keep-alive, before its connection ends (software providers); 0: never
  */

@@ -121,8 +121,8 @@ public interface Device extends AutoCloseable {
     ConnectionManager createConnectionManager();
 
     /**
-     * A connection manager that holds peers to {@code limits} before they are connected. Providers
-     * whose connection manager has its own (rdma_cm: the listen backlog) may ignore them.
+     * A connection manager that holds peers to {@code limits} before they are connected (verbs:
+     * accepted connections awaiting their RTU; the software providers: handshakes under way).
      */
     default ConnectionManager createConnectionManager(ConnectionLimits limits) {
         return createConnectionManager();

@@ -27,6 +27,11 @@ public final class Log {
         }
     }
 
+    /** Forgets when each kind of {@link #limited} line was last logged: for tests that await one such line each. */
+    public static void forgetLimits() {
+        LIMITED.clear();
+    }
+
     /**
      * {@link #quietly} for a line a peer can cause as often as it likes (one per handshake it
      * sends): at most one line of this {@code kind} (a constant) every 10 s, saying how many

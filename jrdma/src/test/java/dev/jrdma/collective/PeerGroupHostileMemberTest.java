@@ -106,6 +106,27 @@ class PeerGroupHostileMemberTest {
         }
     }
 
+    /** An allGather of 8 bytes each over {@code g} (ranks 0..2), every block checked. */
+    static void allGatherChecked(List<PeerGroup> g) throws Exception {
+        LocalRegion[] send = new LocalRegion[g.size()], recv = new LocalRegion[g.size()];
+        List<CompletableFuture<Void>> gathers = new ArrayList<>();
+        for (PeerGroup m : g) {
+            send[m.rank()] = m.rdma().allocate(8);
+            send[m.rank()].segment().set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0, 700 + m.rank());
+            recv[m.rank()] = m.rdma().allocate(8L * g.size());
+            gathers.add(m.allGather(send[m.rank()], recv[m.rank()], 8));
+        }
+        for (CompletableFuture<Void> f : gathers) {
+            f.get(T, TimeUnit.SECONDS);
+        }
+        for (int r = 0; r < g.size(); r++) {
+            for (int from = 0; from < g.size(); from++) {
+                assertEquals(700 + from, recv[r].segment().get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, from * 8L),
+                        "rank " + r + ", block of rank " + from);
+            }
+        }
+    }
+
     static long heapAfterGc() {
         System.gc();
         System.gc();
@@ -268,24 +289,7 @@ class PeerGroupHostileMemberTest {
         assertEquals(0, established, established + " of " + attempts + " claims without the secret were connected");
         assertTrue(TimeUnit.NANOSECONDS.toMillis(slowest) < 2_000, "the slowest refusal took " + TimeUnit.NANOSECONDS.toMillis(slowest) + " ms");
         assertTrue(j2 != null && attempts >= 150, attempts + " claims made");
-        List<PeerGroup> g = List.of(kept(j0), kept(j1), kept(j2));
-        LocalRegion[] send = new LocalRegion[3], recv = new LocalRegion[3];
-        List<CompletableFuture<Void>> gathers = new ArrayList<>();
-        for (PeerGroup m : g) {
-            send[m.rank()] = m.rdma().allocate(8);
-            send[m.rank()].segment().set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0, 700 + m.rank());
-            recv[m.rank()] = m.rdma().allocate(24);
-            gathers.add(m.allGather(send[m.rank()], recv[m.rank()], 8));
-        }
-        for (CompletableFuture<Void> f : gathers) {
-            f.get(T, TimeUnit.SECONDS);
-        }
-        for (int r = 0; r < 3; r++) {
-            for (int from = 0; from < 3; from++) {
-                assertEquals(700 + from, recv[r].segment().get(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, from * 8L),
-                        "rank " + r + ", block of rank " + from);
-            }
-        }
+        allGatherChecked(List.of(kept(j0), kept(j1), kept(j2)));
     }
 
     @ParameterizedTest

@@ -13,6 +13,7 @@ import dev.jrdma.spi.QueuePair;
 import dev.jrdma.spi.QueuePairOwner;
 import dev.jrdma.spi.Srq;
 import dev.jrdma.spi.QueuePairSpec;
+import dev.jrdma.spi.SourceAddress;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -32,7 +33,11 @@ final class VerbsCmEndpoint implements CmEndpoint {
     QueuePairOwner pendingOwner;
     int timeoutMs;
     private boolean disconnectSent;
-    private boolean closed;
+    /** Volatile: an accepted connection may be released on its own IO thread, and the manager's sweeps read it. */
+    private volatile boolean closed;
+    /** When this accepted connection was accepted (its RTU awaited since); the manager's thread. */
+    long acceptedAtNanos;
+    private SourceAddress source;
 
     VerbsCmEndpoint(VerbsConnectionManager manager, MemorySegment id) {
         this.manager = manager;
@@ -112,7 +117,21 @@ final class VerbsCmEndpoint implements CmEndpoint {
         owner.onQueuePair(qp);
         applyAckTimeout(spec);
         withConnParam(spec, privateData, p -> LibRdmacm.accept(id, p));
+        manager.awaitingRtu(this);
         applyMinRnrTimer();   // rdma_accept moved the QP to RTS
+    }
+
+    /** The peer's address without its port (whom the pending-handshake limits count); cached. */
+    SourceAddress source() {
+        SourceAddress s = source;
+        if (s == null) {
+            source = s = SourceAddress.of(remoteAddress().getAddress());
+        }
+        return s;
+    }
+
+    boolean isClosed() {
+        return closed;
     }
 
     @Override

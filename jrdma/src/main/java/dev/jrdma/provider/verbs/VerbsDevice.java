@@ -18,6 +18,7 @@ import dev.jrdma.provider.verbs.ffi.LibIbverbs;
 import dev.jrdma.provider.verbs.ffi.LibRdmacm;
 import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.CompletionQueue;
+import dev.jrdma.spi.ConnectionLimits;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.Srq;
@@ -259,7 +260,12 @@ final class VerbsDevice implements Device {
 
     @Override
     public ConnectionManager createConnectionManager() {
-        return new VerbsConnectionManager(this);
+        return new VerbsConnectionManager(this, ConnectionLimits.DEFAULTS);
+    }
+
+    @Override
+    public ConnectionManager createConnectionManager(ConnectionLimits limits) {
+        return new VerbsConnectionManager(this, limits);
     }
 
     @Override
