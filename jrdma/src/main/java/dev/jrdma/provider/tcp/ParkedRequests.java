@@ -75,6 +75,11 @@ final class ParkedRequests implements AutoCloseable {
         return queue.isEmpty();
     }
 
+    /** Requests parked whole (not the one being parked). */
+    int size() {
+        return queue.size();
+    }
+
     /** READs and atomics parked (or being parked): requests the peer still waits to have answered. */
     int readsAndAtomics() {
         return readsAndAtomics;
@@ -149,6 +154,34 @@ final class ParkedRequests implements AutoCloseable {
     void filled() {
         queue.addLast(filling);
         filling = null;
+    }
+
+    /**
+     * Sets the request being parked aside (its payload only part come, the process's budget out
+     * of room for the rest), so that the requests parked before it can be applied meanwhile;
+     * {@link #resumeFilling} or {@link #unpark} takes it back. Returns it (null: none).
+     */
+    Parked suspendFilling() {
+        Parked p = filling;
+        filling = null;
+        return p;
+    }
+
+    /** {@code p}, set aside by {@link #suspendFilling}, is being parked again. */
+    void resumeFilling(Parked p) {
+        filling = p;
+    }
+
+    /**
+     * {@code p}, set aside by {@link #suspendFilling}, need not be parked any more (nothing waits
+     * before it now, and it was applied as far as its payload came): its memory goes back.
+     */
+    void unpark(Parked p) {
+        bytes -= FRAME_COST + p.header.length;
+        if (answered(p.header)) {
+            readsAndAtomics--;
+        }
+        p.free(budget);
     }
 
     /** The oldest parked request, or null. */

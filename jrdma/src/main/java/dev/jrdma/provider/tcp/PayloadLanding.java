@@ -33,6 +33,21 @@ final class PayloadLanding {
         room = 0;
     }
 
+    /** Takes {@code o}'s state (a payload set aside while other frames are applied, then taken up again). */
+    void copyFrom(PayloadLanding o) {
+        dest = o.dest;
+        left = o.left;
+        registration = o.registration;
+        parkedInto = o.parkedInto;
+        room = o.room;
+        revoked = o.revoked;
+    }
+
+    /** Parked: what is left of the current chunk (no new one drawn, unlike {@link #room}). */
+    long roomInChunk() {
+        return room;
+    }
+
     /** The payload's {@code length} bytes go to {@code address} in {@code r}. */
     void into(TcpMemoryRegistration r, long address, long length) {
         registration = r;

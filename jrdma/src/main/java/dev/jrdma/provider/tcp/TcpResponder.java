@@ -62,6 +62,9 @@ final class TcpResponder implements AutoCloseable {
      */
     private volatile boolean deferred;   // written by the progress thread; posters read it to set the socket's watch
     private final FrameHeader deferredFrame = new FrameHeader();
+    /** The starved frame and its payload's place, set aside while the frames before it go ({@link #goOnWhileStarved}). */
+    private final FrameHeader starvedFrame = new FrameHeader();
+    private final PayloadLanding starvedPayload = new PayloadLanding();
     /**
      * The current frame's payload is being parked and the process's {@link PayloadBudget} has no
      * room for its next chunk: the stream is not read until it has (see {@link #resumeStarved}).
@@ -169,7 +172,7 @@ final class TcpResponder implements AutoCloseable {
     }
 
     void receive() {
-        if (starved && !resumeStarved()) {
+        if (starved && !resumeStarved() && !goOnWhileStarved()) {
             return;
         }
         if (deferred && !retryDeferred()) {
@@ -302,6 +305,79 @@ final class TcpResponder implements AutoCloseable {
         return true;
     }
 
+
+    /**
+     * Starved, the stream unread until the process's budget has room for the next chunk of the
+     * frame being parked: the frames parked before it are applied if they can go now (their
+     * receives posted), which gives their budget back, and, when none is left before it, the
+     * frame itself stops being parked: it is applied as far as its payload came, and the rest
+     * lands where it goes as it is read. Without this, connections that each parked part of a
+     * frame held the budget between them while each waited for the others' (an application slow
+     * to post receives, then posting them, saw both end at the stall deadline). True when the
+     * stream may be read on. On the progress thread.
+     */
+    private boolean goOnWhileStarved() {
+        if (qp.state.peerGone() || parked.isEmpty()) {
+            return goOnUnparked();
+        }
+        ParkedRequests.Parked filling = parked.suspendFilling();
+        starvedFrame.copyFrom(f);
+        starvedPayload.copyFrom(payload);
+        inFrame = false;
+        int before = parked.size();
+        replayParked();
+        if (parked.size() < before) {
+            starvedSince = System.nanoTime();   // progress: the wait for the budget starts again
+        }
+        parked.resumeFilling(filling);
+        f.copyFrom(starvedFrame);
+        payload.copyFrom(starvedPayload);
+        inFrame = true;
+        return !qp.state.peerGone() && parked.isEmpty() && goOnUnparked();
+    }
+
+    /**
+     * The frame being parked, with nothing parked before it: applied now if it can be (a SEND's
+     * receive is posted; a WRITE lands in its region or is refused), its chunks so far placed and
+     * given back, and the stream read on; false (and it stays parked) when it cannot.
+     */
+    private boolean goOnUnparked() {
+        if (qp.state.peerGone() || !parked.isEmpty() || !parked.filling() || (!refusing && holdsAnswer())) {
+            return false;
+        }
+        ParkedRequests.Parked filling = parked.suspendFilling();
+        starvedFrame.copyFrom(f);
+        starvedPayload.copyFrom(payload);
+        long landed = filling.header.length - payload.left();   // what came so far, in the chunks
+        load(filling.header);
+        replaying = true;   // a SEND without a receive waits (is not parked again)
+        boolean go;
+        try {
+            go = continueFrame();
+        } finally {
+            replaying = false;
+        }
+        if (!go || qp.state.peerGone()) {
+            parked.resumeFilling(filling);
+            f.copyFrom(starvedFrame);
+            payload.copyFrom(starvedPayload);
+            inFrame = !qp.state.peerGone();
+            return false;
+        }
+        rnrSince = 0;
+        for (int i = 0; i < filling.chunks() && landed > 0; i++) {
+            int n = (int) Math.min(landed, filling.chunkLength(i));
+            place(filling.chunkAddress(i), n);   // the payload is not all here: this ends no frame
+            landed -= n;
+        }
+        parked.unpark(filling);
+        starved = false;
+        quietSince = 0;
+        if (!qp.ringMode) {
+            qp.watchIn(true);
+        }
+        return true;
+    }
 
     /**
      * Reads the peer's frames: from the socket, or in ring mode from the peer's ring (then 0
