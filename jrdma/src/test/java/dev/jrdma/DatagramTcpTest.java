@@ -172,7 +172,7 @@ class DatagramTcpTest extends DatagramConformance {
             assertTrue(alive <= bound + 64, alive + " of " + senders + " senders' peers still reachable; the table keeps "
                     + bound + " (and the 64 buffers' last datagrams may name some)");
 
-            try (DatagramSocket newcomer = new DatagramSocket(0, loopback)) {
+            try (DatagramSocket newcomer = newSender(loopback, used)) {
                 newcomer.setSoTimeout((int) T.toMillis());
                 newcomer.send(new DatagramPacket(ask, ask.length, e.localAddress()));
                 DatagramPacket p = new DatagramPacket(new byte[64], 64);
@@ -186,6 +186,22 @@ class DatagramTcpTest extends DatagramConformance {
                     + " sockets opened): table " + e.senders() + " of " + bound + ", " + e.sendersEvicted()
                     + " evicted, " + alive + " peers still reachable after GC, the newcomer answered");
         }
+    }
+
+    /**
+     * A socket on a port none of the flood's senders had: an ephemeral port comes round again, and
+     * a newcomer on a port still in the table would be an old sender, not a new one (seen: one
+     * eviction short).
+     */
+    private static DatagramSocket newSender(InetAddress loopback, java.util.Set<Integer> used) throws java.io.IOException {
+        for (int i = 0; i < 1000; i++) {
+            DatagramSocket s = new DatagramSocket(0, loopback);
+            if (!used.contains(s.getLocalPort())) {
+                return s;
+            }
+            s.close();
+        }
+        throw new AssertionError("no port outside the flood's " + used.size() + " in 1000 tries");
     }
 
     /** Endpoints opened and closed, with a resolve each, leave no file descriptor behind. */

@@ -2,6 +2,7 @@ package dev.jrdma.collective;
 
 import dev.jrdma.Connection;
 import dev.jrdma.ConnectionConfig;
+import dev.jrdma.ConnectionState;
 import dev.jrdma.LocalRegion;
 import dev.jrdma.Message;
 import dev.jrdma.Rdma;
@@ -150,15 +151,38 @@ final class GroupRendezvous {
                     List<InetSocketAddress> members;
                     try (Message msg = m) {
                         members = parseList(msg.data().asSlice(0, msg.byteCount()).toArray(ValueLayout.JAVA_BYTE), rank);
-                    } finally {
+                    } catch (RuntimeException e) {
                         c.close();
+                        throw e;
                     }
                     if (!members.get(rank[0]).equals(listenOn)) {
+                        c.close();
                         throw new CollectiveException(0, "PeerGroup rendezvous: rank 0 gave this member rank " + rank[0]
                                 + ", listed at " + members.get(rank[0]) + ", but it listens on " + listenOn);
                     }
-                    return PeerGroup.joinAsync(rdma, members, rank[0], config);
+                    return rendezvousEnded(c, deadline).thenCompose(v -> PeerGroup.joinAsync(rdma, members, rank[0], config));
                 }));
+    }
+
+    /** The longest a member waits for rank 0 to end the rendezvous before it joins the mesh anyway. */
+    static final long RENDEZVOUS_END_WAIT_NANOS = TimeUnit.SECONDS.toNanos(2);
+
+    /**
+     * Completes once rank 0 has ended the rendezvous (it closes its listener, then the rendezvous
+     * connections, once every member has its list), or after {@link #RENDEZVOUS_END_WAIT_NANOS}
+     * (or the join deadline, if sooner), and closes the member's side. Rank 0's mesh listens on the
+     * rendezvous address: a mesh connect made while the rendezvous still listens there shows a mesh
+     * proof where the rendezvous expects its own, and rank 0 counts it as a wrong token of this
+     * host (on one host: of every member), which past four makes them all wait.
+     */
+    private static CompletableFuture<Void> rendezvousEnded(Connection c, long deadline) {
+        CompletableFuture<Void> ended = new CompletableFuture<>();
+        c.onDisconnect(x -> ended.complete(null));
+        if (c.state() != ConnectionState.ESTABLISHED) {
+            ended.complete(null);   // it went down before the callback was there
+        }
+        long wait = Math.max(0, Math.min(RENDEZVOUS_END_WAIT_NANOS, deadline - System.nanoTime()));
+        return ended.completeOnTimeout(null, wait, TimeUnit.NANOSECONDS).whenComplete((v, e) -> c.close());
     }
 
     /** Connects to a rendezvous that refused, so far, in this process: how tests see a member waiting for rank 0. */
