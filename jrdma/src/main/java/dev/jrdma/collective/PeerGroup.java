@@ -1,38 +1,16 @@
 package dev.jrdma.collective;
 
-import static dev.jrdma.collective.GroupWireDescriptor.BARRIER;
-import static dev.jrdma.collective.GroupWireDescriptor.DATA;
-import static dev.jrdma.collective.GroupWireDescriptor.DATA2;
-import static dev.jrdma.collective.GroupWireDescriptor.READY;
-import static dev.jrdma.collective.GroupWireDescriptor.READY2;
-import static dev.jrdma.collective.GroupWireDescriptor.SYNC;
-import static dev.jrdma.collective.GroupWireDescriptor.imm;
-
-import dev.jrdma.ConnectionState;
-import dev.jrdma.Access;
 import dev.jrdma.Connection;
-import dev.jrdma.ConnectionConfig;
 import dev.jrdma.LocalRegion;
-import dev.jrdma.Message;
 import dev.jrdma.Rdma;
-import dev.jrdma.RdmaServer;
-import dev.jrdma.RemoteRegion;
-import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.exceptions.RdmaTimeoutException;
 
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 
 /**
  * A group of members connected in a full mesh, addressed by rank 0..n-1 (rdma_lib's peer
@@ -89,61 +67,23 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * connection is closed (a rejoining group waits for the member to join again). Messages kept for a collective that ended here are dropped when the next
  * one starts.
  *
+ * <p>The parts: {@link GroupMesh} (forming, ranks, rejoins, inboxes), {@link CollectiveOrder}
+ * (numbering and running collectives one after the other), {@link CollectiveSteps} and the
+ * algorithm families ({@link Broadcast}, {@link AllToAll}, {@link GatherScatter}, {@link Barrier}).
+ *
  * <p>The {@code Rdma} must have an IO thread (not {@code ioThreads(Rdma.INLINE)}): collectives
  * proceed in completion callbacks while the caller waits. Several members may share one
  * {@code Rdma} (each listens on its own address).
  */
 public final class PeerGroup implements AutoCloseable {
-    private static final System.Logger LOG = System.getLogger("dev.jrdma");
-
-    private final Rdma rdma;
-    private final List<InetSocketAddress> members;
-    private final int rank, size, groupId;
-    private final GroupConfig config;
-    private final AtomicReferenceArray<Connection> peers;
-    private final AtomicReferenceArray<PeerInbox> inbox;
-    private final List<CompletableFuture<Connection>> joined = new ArrayList<>();
-    private final List<CompletableFuture<Connection>> connecting = new ArrayList<>();
-    /** Per lower rank, why the last connect to it did not make the connection (for the join's failure). */
-    private final java.util.concurrent.atomic.AtomicReferenceArray<String> lastAnswer;
-    /** The collective started last (collectives run one after another). */
-    private volatile CollectiveRun running;
-    private RdmaServer server;
-    private final Object lock = new Object();
-    private CompletableFuture<Void> tail = CompletableFuture.completedFuture(null);
-    private long collectives;
-    /** The number of the last collective this member started (or failed at once); what SYNC tells a member. */
-    private volatile long started;
-    /** The connections' config with the group's hello, for the connects of forming and of rejoins (see {@link #connectConfig}). */
-    private ConnectionConfig mine;
-    /** Whether a message without immediate value was logged already (one line, not one per message of a flood). */
-    private volatile boolean toldNoImm;
-    /** Ranks whose connection was lost once: their next registration is a rejoin. */
-    private final boolean[] lostOnce;
-    /** Per rank, how often it was lost: a rejoin deadline is about one loss, not a later one. */
-    private final int[] losses;
-    /** Complete while every member is connected; a new one is made when one is lost (rejoining groups). */
-    private volatile CompletableFuture<Void> whole = CompletableFuture.completedFuture(null);
-    private volatile CollectiveException broken;
-    private volatile boolean closed;
+    private final GroupMesh mesh;
+    private final CollectiveOrder order;
+    private final CollectiveSteps steps;
 
     private PeerGroup(Rdma rdma, List<InetSocketAddress> members, int rank, GroupConfig config) {
-        this.rdma = rdma;
-        this.members = List.copyOf(members);
-        this.rank = rank;
-        this.size = members.size();
-        this.config = config;
-        this.groupId = GroupWireDescriptor.groupId(this.members);
-        this.peers = new AtomicReferenceArray<>(size);
-        this.inbox = new AtomicReferenceArray<>(size);
-        this.lostOnce = new boolean[size];
-        this.losses = new int[size];
-        this.lastAnswer = new java.util.concurrent.atomic.AtomicReferenceArray<>(size);
-        for (int i = 0; i < size; i++) {
-            inbox.set(i, newInbox());
-            joined.add(new CompletableFuture<>());
-        }
-        joined.get(rank).complete(null);
+        this.mesh = new GroupMesh(rdma, members, rank, config);
+        this.order = new CollectiveOrder(mesh);
+        this.steps = new CollectiveSteps(mesh);
     }
 
     // ---------------------------------------------------------------- forming
@@ -286,375 +226,41 @@ public final class PeerGroup implements AutoCloseable {
         return await(joinViaAsync(rdma, rendezvous, listenOn, GroupConfig.defaults()));
     }
 
+    /** Forms the mesh, then learns from the others' SYNC where the collectives' count is; on failure closes what was made. */
     private CompletableFuture<PeerGroup> form() {
+        GroupConfig config = mesh.config;
         long deadline = System.nanoTime() + config.joinTimeout().toNanos();
-        mine = config.connection().toBuilder()
-                .privateData(GroupWireDescriptor.hello(groupId, rank, size)).build();
+        CompletableFuture<Void> meshed;
         try {
-            if (rank < size - 1) {
-                server = rdma.listen(members.get(rank), listenConfig(), this::accepted);
-            }
-        } catch (RuntimeException e) {
-            return CompletableFuture.failedFuture(new CollectiveException(rank, "PeerGroup: rank " + rank + " cannot listen on "
-                    + members.get(rank) + ": " + e.getMessage(), e));
-        }
-        for (int j = 0; j < rank; j++) {
-            connect(j, deadline, 0);
+            meshed = mesh.form(deadline);
+        } catch (CollectiveException e) {
+            return CompletableFuture.failedFuture(e);
         }
         CompletableFuture<PeerGroup> done = new CompletableFuture<>();
-        CompletableFuture.allOf(joined.toArray(CompletableFuture[]::new))
-                .thenCompose(v -> synced())
+        meshed.thenCompose(v -> order.synced())
                 .orTimeout(config.joinTimeout().toNanos(), TimeUnit.NANOSECONDS)
                 .whenComplete((v, e) -> {
                     if (e == null) {
                         done.complete(this);
                         return;
                     }
-                    CollectiveException why = joinFailure(e);
+                    CollectiveException why = mesh.joinFailure(e);
                     close();
                     done.completeExceptionally(why);
                 });
         return done;
     }
 
-    /**
-     * Every other member's SYNC: this member's collectives go on from the highest number the
-     * others started (0 in a group forming for the first time; a member rejoining after a
-     * restart learns where the rest of the group is).
-     */
-    private CompletableFuture<Void> synced() {
-        List<CompletableFuture<byte[]>> syncs = new ArrayList<>();
-        for (int p : others()) {
-            syncs.add(inbox.get(p).expect(imm(SYNC, 0)));
-        }
-        return all(syncs).thenRun(() -> {
-            long highest = 0;
-            for (CompletableFuture<byte[]> f : syncs) {
-                byte[] b = f.join();
-                if (b.length == Long.BYTES) {
-                    highest = Math.max(highest, java.nio.ByteBuffer.wrap(b).getLong());
-                }
-            }
-            synchronized (lock) {
-                if (highest > collectives) {
-                    collectives = highest;
-                    started = highest;
-                }
-            }
-        });
-    }
-
-    private CollectiveException joinFailure(Throwable e) {
-        Throwable cause = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-        if (cause instanceof CollectiveException ce) {
-            return ce;
-        }
-        List<Integer> missing = new ArrayList<>();
-        for (int i = 0; i < size; i++) {
-            if (!joined.get(i).isDone()) {
-                missing.add(i);
-            }
-        }
-        int first = missing.isEmpty() ? -1 : missing.get(0);
-        return new CollectiveException(first, "PeerGroup: rank " + rank + " of " + size + " has no connection with rank"
-                + (missing.size() == 1 ? " " + first + " (" + members.get(first) + ")" : "s " + missing)
-                + " after " + config.joinTimeout().toMillis() + " ms: is every member started with the same member list?"
-                + (first >= 0 && lastAnswer.get(first) != null ? " (last try: " + lastAnswer.get(first) + ")" : ""),
-                new RdmaTimeoutException("join timed out"));
-    }
-
-    /**
-     * This member's listener: its hello and, with a secret, the proof that it is this rank's member
-     * after it; the connect proof meant for this rank is what it expects as the auth token.
-     */
-    private ConnectionConfig listenConfig() {
-        if (!config.hasSecret()) {
-            return mine;
-        }
-        byte[] hello = GroupWireDescriptor.hello(groupId, rank, size);
-        byte[] accept = GroupProof.meshAccept(config.secretRef(), groupId, size, rank);
-        byte[] d = java.util.Arrays.copyOf(hello, hello.length + accept.length);
-        System.arraycopy(accept, 0, d, hello.length, accept.length);
-        return mine.toBuilder().privateData(d).authToken(GroupProof.meshConnect(config.secretRef(), groupId, size, rank)).build();
-    }
-
-    /** The config to connect to lower rank {@code j} with: the hello, and with a secret the proof for {@code j}. */
-    private ConnectionConfig connectConfig(int j) {
-        return config.hasSecret() ? mine.toBuilder().authToken(GroupProof.meshConnect(config.secretRef(), groupId, size, j)).build()
-                : mine;
-    }
-
-    /** Connects to lower rank {@code j}, again every so often while it does not listen yet. */
-    private void connect(int j, long deadline, int attempt) {
-        if (closed || peers.get(j) != null) {
-            return;
-        }
-        CompletableFuture<Connection> f;
-        try {
-            f = rdma.connectAsync(members.get(j), connectConfig(j));
-        } catch (RuntimeException e) {
-            joined.get(j).completeExceptionally(new CollectiveException(j, "PeerGroup: cannot connect to rank " + j
-                    + " at " + members.get(j) + ": " + e.getMessage(), e));
-            return;
-        }
-        synchronized (connecting) {
-            connecting.add(f);
-        }
-        if (closed) {
-            f.thenAccept(Connection::close);   // close() may have looked at connecting before f was in it
-        }
-        f.whenComplete((c, e) -> {
-            Throwable why = e;
-            if (e == null) {
-                int said = -1;
-                try {
-                    said = GroupWireDescriptor.helloRank(c.peerPrivateData(), groupId, size);
-                    if (config.hasSecret() && !GroupProof.holds(c.peerPrivateData(), GroupWireDescriptor.HELLO_BYTES,
-                            GroupProof.meshAccept(config.secretRef(), groupId, size, j))) {
-                        said = -1;
-                        throw new IllegalArgumentException("the listener there does not prove the group secret for rank " + j);
-                    }
-                } catch (IllegalArgumentException bad) {
-                    // Something else listens there, e.g. rank 0's rendezvous not yet closed
-                    // (PeerGroup.host): not the member yet, try again.
-                    c.close();
-                    why = bad;
-                }
-                if (said >= 0 && said != j) {
-                    c.close();
-                    joined.get(j).completeExceptionally(new CollectiveException(j, "PeerGroup: " + members.get(j)
-                            + " says it is rank " + said + ", the member list has it as rank " + j));
-                    return;
-                }
-                if (said == j) {
-                    register(j, c);
-                    return;
-                }
-            }
-            lastAnswer.set(j, members.get(j) + " answered: " + (why.getCause() != null && why instanceof CompletionException
-                    ? why.getCause().getMessage() : why.getMessage()));
-            // Not listening yet (it starts later): try again until the group's time to form runs out.
-            long wait = Math.min(500, 20L << Math.min(attempt, 5));
-            if (System.nanoTime() + wait * 1_000_000 < deadline && !closed) {
-                CompletableFuture.delayedExecutor(wait, TimeUnit.MILLISECONDS)
-                        .execute(() -> connect(j, deadline, attempt + 1));
-            }
-        });
-    }
-
-    /** On the IO thread: a higher rank connected. */
-    private void accepted(Connection c) {
-        int from;
-        try {
-            from = GroupWireDescriptor.helloRank(c.peerPrivateData(), groupId, size);
-        } catch (IllegalArgumentException e) {
-            LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: refused a connection from {1}: {2}", rank,
-                    c.remoteAddress(), e.getMessage());
-            c.close();
-            return;
-        }
-        if (from <= rank) {
-            LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: refused a connection from {1} as rank {2}: {3}", rank,
-                    c.remoteAddress(), from, "lower ranks are connected to, not accepted");
-            c.close();
-            return;
-        }
-        if (!config.hasSecret() && !MemberAddress.mayClaim(c.remoteAddress().getAddress(), members.get(from).getAddress())) {
-            // Without a secret the member list is all there is to go by: rank r is its member's host's.
-            LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: refused a connection from {1} as rank {2}: the member"
-                    + " list has rank {2} at {3} (a group without a secret takes a rank only from its member''s host)", rank,
-                    c.remoteAddress(), from, members.get(from));
-            c.close();
-            return;
-        }
-        register(from, c);
-    }
-
-    /** A fresh inbox for one member, within the config's budget. */
-    private PeerInbox newInbox() {
-        return new PeerInbox(config.inboxMessages(), config.inboxBytes());
-    }
-
-    /** The one way a connection becomes member {@code r}'s: a second one for the same rank, or one for a closed group, is closed. */
-    private void register(int r, Connection c) {
-        if (config.rejoins()) {
-            awayIfDown(r);   // the member is back before its old connection's end was told
-        }
-        boolean rejoin;
-        synchronized (joined) {
-            if (closed || peers.get(r) != null) {
-                if (!closed) {
-                    // A live member keeps its rank: a second claim does not displace it.
-                    LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: refused a second connection as rank {1} from {2}:"
-                            + " rank {1} is connected (from {3})", rank, r, c.remoteAddress(), peers.get(r).remoteAddress());
-                }
-                c.close();
-                return;
-            }
-            rejoin = lostOnce[r];
-            if (rejoin) {
-                inbox.set(r, newInbox());   // the lost one failed every wait; the member starts afresh
-            }
-            peers.set(r, c);
-        }
-        c.onReceive((conn, m) -> arrived(r, conn, m));
-        c.onDisconnect(conn -> lost(r, conn));
-        // First on every connection: how many collectives this member started (read before the
-        // mesh is whole again, which may start the next one).
-        control(r, imm(SYNC, 0), java.nio.ByteBuffer.allocate(Long.BYTES).putLong(started).array());
-        if (rejoin) {
-            inbox.get(r).expect(imm(SYNC, 0));   // its count is for itself: ours goes on
-            LOG.log(System.Logger.Level.INFO, "PeerGroup rank {0}: rank {1} ({2}) joined again", rank, r, members.get(r));
-            completeIfWhole();
-        }
-        joined.get(r).complete(c);   // outside the lock: it runs what waits for the mesh
-        if (c.state() != ConnectionState.ESTABLISHED) {
-            lost(r, c);   // it went down before onDisconnect was set: nobody else would say so
-        }
-    }
-
-    /** On the IO thread: a control message or a data arrival from member {@code r}, checked before anything is kept. */
-    private void arrived(int r, Connection c, Message m) {
-        var imm = m.imm();
-        if (imm.isEmpty()) {
-            if (!toldNoImm) {
-                toldNoImm = true;
-                LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: dropped a message without immediate value from rank {1}"
-                        + " (and will drop more without saying so)", rank, r);
-            }
-            return;
-        }
-        int kind = GroupWireDescriptor.kind(imm.getAsInt());
-        String bad = GroupWireDescriptor.checkPayload(kind, m.byteCount());
-        if (bad == null) {
-            byte[] payload = kind == READY || kind == READY2 || kind == SYNC
-                    ? m.data().asSlice(0, m.byteCount()).toArray(ValueLayout.JAVA_BYTE) : null;
-            bad = inbox.get(r).deliver(imm.getAsInt(), payload);
-        }
-        if (bad != null) {
-            refuse(r, c, bad);
-        }
-    }
-
-    /**
-     * Member {@code r}'s connection sent what no honest member sends, or more than the inbox
-     * holds: its waits fail naming it and why, and the connection is closed (as a lost member's:
-     * a rejoining group waits for it to join again).
-     */
-    private void refuse(int r, Connection c, String why) {
-        boolean first = false;
-        if (peers.get(r) == c) {
-            CollectiveException e = new CollectiveException(r, "rank " + r + " (" + members.get(r) + ") sent " + why
-                    + "; its connection is closed");
-            first = inbox.get(r).lose(e);   // once: what else it sent in the same burst is not logged again
-            if (first) {
-                LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: {1}", rank, e.getMessage());
-            }
-        }
-        c.closeAsync();
-        if (first) {
-            lost(r, c);   // away now (a rejoining group), not when, or if, the close is told
-        }
-    }
-
-    private void lost(int r, Connection c) {
-        RdmaException why = c.failure();
-        CollectiveException gone = new CollectiveException(r, "rank " + r + " (" + members.get(r) + ") is gone: its connection is "
-                + c.state() + (why != null ? " (" + why.getMessage() + ")" : ""), why);
-        if (!config.rejoins() || closed) {
-            inbox.get(r).lose(gone);
-            return;
-        }
-        int loss;
-        synchronized (joined) {
-            if (closed || peers.get(r) != c) {
-                return;   // an old connection of a member that is away already, or back on a new one
-            }
-            // Away before the waits fail: a collective called on their failure waits for the member.
-            peers.set(r, null);
-            lostOnce[r] = true;
-            loss = ++losses[r];
-            if (whole.isDone()) {
-                whole = new CompletableFuture<>();
-            }
-        }
-        inbox.get(r).lose(gone);
-        long deadline = System.nanoTime() + config.rejoinTimeout().toNanos();
-        LOG.log(System.Logger.Level.WARNING, "PeerGroup rank {0}: lost rank {1} ({2}); waiting up to {3} ms for it to join again",
-                rank, r, members.get(r), config.rejoinTimeout().toMillis());
-        if (r < rank) {
-            connect(r, deadline, 0);   // the lower rank listens again once it is back
-        }
-        CompletableFuture.delayedExecutor(config.rejoinTimeout().toNanos(), TimeUnit.NANOSECONDS).execute(() -> {
-            CollectiveException never;
-            synchronized (joined) {
-                if (closed || peers.get(r) != null || broken != null || losses[r] != loss) {
-                    return;
-                }
-                never = new CollectiveException(r, "rank " + r + " (" + members.get(r) + ") did not join again within "
-                        + config.rejoinTimeout().toMillis() + " ms", why);
-                broken = never;
-            }
-            whole.completeExceptionally(never);
-        });
-    }
-
-    /**
-     * A rejoining group: member {@code r}'s connection, if it is not established any more, is
-     * closed and the member counted away now, not when its disconnect is told (a connection in
-     * ERROR is not released until it is closed, and one whose peer vanished hears no disconnect).
-     */
-    private void awayIfDown(int r) {
-        Connection old = peers.get(r);
-        if (old != null && old.state() != ConnectionState.ESTABLISHED) {
-            old.closeAsync();
-            lost(r, old);
-        }
-    }
-
-    /** A rejoining group: once no member is missing, the collectives that wait for the mesh go on. */
-    private void completeIfWhole() {
-        CompletableFuture<Void> w;
-        synchronized (joined) {
-            for (int i = 0; i < size; i++) {
-                if (i != rank && peers.get(i) == null) {
-                    return;
-                }
-            }
-            w = whole;
-        }
-        w.complete(null);
-    }
-
-    /** Member {@code p}'s connection, for a step of a collective; a member away (lost, not back yet) fails it, naming it. */
-    private Connection peer(int p) {
-        Connection c = peers.get(p);
-        if (c == null) {
-            throw new CollectiveException(p, "rank " + p + " (" + members.get(p) + ") is away: its connection was lost", null);
-        }
-        return c;
-    }
-
-    /** The lowest rank missing from the mesh now, or -1. */
-    private int firstMissing() {
-        for (int i = 0; i < size; i++) {
-            if (i != rank && peers.get(i) == null) {
-                return i;
-            }
-        }
-        return -1;
-    }
-
     // ---------------------------------------------------------------- who
 
     /** {@return this member's rank} */
     public int rank() {
-        return rank;
+        return mesh.rank;
     }
 
     /** {@return how many members the group has} */
     public int size() {
-        return size;
+        return mesh.size;
     }
 
     /**
@@ -665,10 +271,10 @@ public final class PeerGroup implements AutoCloseable {
      */
     public Connection connection(int r) {
         checkRank("connection", r);
-        if (r == rank) {
+        if (r == mesh.rank) {
             throw new IllegalArgumentException("connection: rank " + r + " is this member");
         }
-        return peers.get(r);
+        return mesh.connection(r);
     }
 
     /**
@@ -677,7 +283,7 @@ public final class PeerGroup implements AutoCloseable {
      * is the one holding it up; its time-out names the lowest.
      */
     public java.util.SortedSet<Integer> waitingFor() {
-        CollectiveRun r = running;
+        CollectiveRun r = order.running();
         return r == null ? java.util.Collections.emptySortedSet() : r.waitingFor();
     }
 
@@ -686,12 +292,12 @@ public final class PeerGroup implements AutoCloseable {
      * it)}
      */
     public Rdma rdma() {
-        return rdma;
+        return mesh.rdma;
     }
 
     /** {@return the member list the group was formed from} */
     public List<InetSocketAddress> members() {
-        return members;
+        return mesh.members;
     }
 
     // ---------------------------------------------------------------- collectives
@@ -707,12 +313,7 @@ public final class PeerGroup implements AutoCloseable {
     public CompletableFuture<Void> broadcast(int root, LocalRegion region) {
         checkRank("broadcast: root", root);
         Objects.requireNonNull(region, "region");
-        return run("broadcast", run -> {
-            if (rank == root) {
-                return all(others().stream().map(p -> writeTo(run, p, region, 0, READY, DATA)).toList());
-            }
-            return receiveFrom(run, root, region, READY, DATA);
-        });
+        return order.run("broadcast", run -> Broadcast.run(steps, run, root, region));
     }
 
     /**
@@ -750,16 +351,13 @@ public final class PeerGroup implements AutoCloseable {
      */
     public CompletableFuture<Void> allToAll(LocalRegion send, LocalRegion recv, int blockSize, AllToAllAlgorithm algorithm) {
         Objects.requireNonNull(algorithm, "algorithm");
-        checkBlocks("allToAll", "send", send, blockSize, size);
-        checkBlocks("allToAll", "recv", recv, blockSize, size);
+        checkBlocks("allToAll", "send", send, blockSize, mesh.size);
+        checkBlocks("allToAll", "recv", recv, blockSize, mesh.size);
         checkApart("allToAll", send, recv);
         if (algorithm == AllToAllAlgorithm.SEQUENTIAL) {
-            return run("allToAll(SEQUENTIAL)", run -> sequentialAllToAll(run, send, recv, blockSize));
+            return order.run("allToAll(SEQUENTIAL)", run -> AllToAll.sequential(steps, run, send, recv, blockSize));
         }
-        return run("allToAll(PAIRWISE)", run -> {
-            copy(send, rank * (long) blockSize, recv, rank * (long) blockSize, blockSize);
-            return exchangeWithAll(run, recv, p -> send.slice(p * (long) blockSize, blockSize), rank * (long) blockSize);
-        });
+        return order.run("allToAll(PAIRWISE)", run -> AllToAll.pairwise(steps, run, send, recv, blockSize));
     }
 
     /**
@@ -797,12 +395,9 @@ public final class PeerGroup implements AutoCloseable {
      */
     public CompletableFuture<Void> allGather(LocalRegion send, LocalRegion recv, int blockSize) {
         checkBlocks("allGather", "send", send, blockSize, 1);
-        checkBlocks("allGather", "recv", recv, blockSize, size);
+        checkBlocks("allGather", "recv", recv, blockSize, mesh.size);
         checkApart("allGather", send, recv);
-        return run("allGather", run -> {
-            copy(send, 0, recv, rank * (long) blockSize, blockSize);
-            return exchangeWithAll(run, recv, p -> send.slice(0, blockSize), rank * (long) blockSize);
-        });
+        return order.run("allGather", run -> GatherScatter.allGather(steps, run, send, recv, blockSize));
     }
 
     /**
@@ -830,16 +425,10 @@ public final class PeerGroup implements AutoCloseable {
     public CompletableFuture<Void> gather(int root, LocalRegion send, LocalRegion recv, int blockSize) {
         checkRank("gather: root", root);
         checkBlocks("gather", "send", send, blockSize, 1);
-        if (rank == root) {
-            checkBlocks("gather", "recv", recv, blockSize, size);
+        if (mesh.rank == root) {
+            checkBlocks("gather", "recv", recv, blockSize, mesh.size);
         }
-        return run("gather", run -> {
-            if (rank == root) {
-                copy(send, 0, recv, rank * (long) blockSize, blockSize);
-                return all(others().stream().map(p -> receiveFrom(run, p, recv, READY, DATA)).toList());
-            }
-            return writeTo(run, root, send.slice(0, blockSize), rank * (long) blockSize, READY, DATA);
-        });
+        return order.run("gather", run -> GatherScatter.gather(steps, run, root, send, recv, blockSize));
     }
 
     /**
@@ -868,17 +457,10 @@ public final class PeerGroup implements AutoCloseable {
     public CompletableFuture<Void> scatter(int root, LocalRegion send, LocalRegion recv, int blockSize) {
         checkRank("scatter: root", root);
         checkBlocks("scatter", "recv", recv, blockSize, 1);
-        if (rank == root) {
-            checkBlocks("scatter", "send", send, blockSize, size);
+        if (mesh.rank == root) {
+            checkBlocks("scatter", "send", send, blockSize, mesh.size);
         }
-        return run("scatter", run -> {
-            if (rank == root) {
-                copy(send, rank * (long) blockSize, recv, 0, blockSize);
-                return all(others().stream()
-                        .map(p -> writeTo(run, p, send.slice(p * (long) blockSize, blockSize), 0, READY, DATA)).toList());
-            }
-            return receiveFrom(run, root, recv, READY, DATA);
-        });
+        return order.run("scatter", run -> GatherScatter.scatter(steps, run, root, send, recv, blockSize));
     }
 
     /**
@@ -900,14 +482,7 @@ public final class PeerGroup implements AutoCloseable {
      * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> barrier() {
-        return run("barrier", run -> {
-            List<CompletableFuture<?>> steps = new ArrayList<>();
-            for (int p : others()) {
-                steps.add(run.track(p, inbox.get(p).expect(imm(BARRIER, run.seq))));
-                steps.add(run.track(p, control(p, imm(BARRIER, run.seq), null)));
-            }
-            return all(steps);
-        });
+        return order.run("barrier", run -> Barrier.run(steps, run));
     }
 
     /**
@@ -918,212 +493,9 @@ public final class PeerGroup implements AutoCloseable {
         await(barrier());
     }
 
-    /**
-     * rdma_lib's all-to-all, through rank 0: every member writes its whole send region into a
-     * staging region at rank 0 (row {@code rank}); rank 0 then writes to each member in turn the
-     * column meant for it, waiting for each member before the next.
-     */
-    private CompletableFuture<Void> sequentialAllToAll(CollectiveRun run, LocalRegion send, LocalRegion recv, int blockSize) {
-        long row = size * (long) blockSize;
-        if (rank != 0) {
-            // Our row to rank 0, then wait for our column from it.
-            CompletableFuture<Void> out = writeTo(run, 0, send.slice(0, row), rank * row, READY, DATA);
-            CompletableFuture<Void> in = receiveFrom(run, 0, recv, READY2, DATA2);
-            return all(List.of(out, in));
-        }
-        LocalRegion staging = rdma.allocateUninitialized(size * row), column = rdma.allocateUninitialized(row);
-        CompletableFuture<Void> rows = all(others().stream().map(p -> receiveFrom(run, p, staging, READY, DATA)).toList());
-        CompletableFuture<Void> served = rows.thenCompose(v -> {
-            // Row 0 is ours: it stays in send; our own column comes from the staging rows.
-            copy(send, 0, recv, 0, blockSize);
-            for (int i = 1; i < size; i++) {
-                copy(staging, i * row, recv, i * (long) blockSize, blockSize);
-            }
-            CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
-            for (int p = 1; p < size; p++) {
-                int target = p;
-                chain = chain.thenCompose(x -> serveColumn(run, target, send, staging, column, row, blockSize));
-            }
-            return chain;
-        });
-        // Closed when the collective ends, also by failure or time-out (a member that never came).
-        run.result.whenComplete((v, e) -> {
-            staging.close();
-            column.close();
-        });
-        return served;
-    }
-
-    /**
-     * Rank 0 of the sequential all-to-all: member {@code p}'s column, gathered into
-     * {@code column} and written with one WRITE_WITH_IMM (one work request per member, whatever
-     * the group's size: n writes per member would not fit a send queue past its depth).
-     */
-    private CompletableFuture<Void> serveColumn(CollectiveRun run, int p, LocalRegion send, LocalRegion staging, LocalRegion column,
-                                                long row, int blockSize) {
-        return run.track(p, inbox.get(p).expect(imm(READY2, run.seq))).thenCompose(d -> {
-            RemoteRegion target = remote(run, p, d, 0, size * (long) blockSize);
-            copy(send, p * (long) blockSize, column, 0, blockSize);
-            for (int i = 1; i < size; i++) {
-                copy(staging, i * row + p * (long) blockSize, column, i * (long) blockSize, blockSize);
-            }
-            return run.track(p, peer(p).writeWithImm(column, target.slice(0, column.length()), imm(DATA2, run.seq)));
-        });
-    }
-
-    // ---------------------------------------------------------------- steps
-
-    /** Tells member {@code p} where to write ({@code recv}), and waits for its arrival signal. */
-    private CompletableFuture<Void> receiveFrom(CollectiveRun run, int p, LocalRegion recv, int ready, int data) {
-        byte[] d = recv.toRemote(Access.REMOTE_WRITE).toDescriptor();
-        CompletableFuture<Void> told = run.track(p, control(p, imm(ready, run.seq), d));
-        CompletableFuture<byte[]> came = run.track(p, inbox.get(p).expect(imm(data, run.seq)));
-        return told.thenCombine(came, (a, b) -> null);
-    }
-
-    /** Waits for member {@code p}'s region, then writes {@code src} at {@code offset} of it with the arrival signal. */
-    private CompletableFuture<Void> writeTo(CollectiveRun run, int p, LocalRegion src, long offset, int ready, int data) {
-        return run.track(p, inbox.get(p).expect(imm(ready, run.seq))).thenCompose(d -> {
-            RemoteRegion target = remote(run, p, d, offset, src.length());
-            return run.track(p, peer(p).writeWithImm(src, target.slice(offset, src.length()), imm(data, run.seq)));
-        });
-    }
-
-    /** Member {@code p}'s region from its READY, checked to hold {@code length} bytes at {@code offset}. */
-    private RemoteRegion remote(CollectiveRun run, int p, byte[] descriptor, long offset, long length) {
-        RemoteRegion r;
-        try {
-            r = RemoteRegion.fromDescriptor(descriptor);
-        } catch (IllegalArgumentException e) {
-            throw new CollectiveException(p, run.what() + ": rank " + p + " sent a malformed region descriptor: " + e.getMessage(), e);
-        }
-        if (offset + length > r.length()) {
-            throw new CollectiveException(p, run.what() + ": rank " + p + "'s receive region is " + r.length() + " bytes, "
-                    + "this member writes " + length + " bytes at offset " + offset + ": do all members pass the same sizes?", null);
-        }
-        return r;
-    }
-
-    /** A control message to member {@code p}: the immediate value says what, the payload (may be null) carries a descriptor. */
-    private CompletableFuture<Void> control(int p, int immediate, byte[] payload) {
-        int n = payload == null ? 1 : payload.length;
-        LocalRegion buf = rdma.allocate(n);
-        if (payload != null) {
-            MemorySegment.copy(payload, 0, buf.segment(), ValueLayout.JAVA_BYTE, 0, n);
-        }
-        CompletableFuture<Void> sent;
-        try {
-            sent = peer(p).sendWithImm(immediate, buf);
-        } catch (RuntimeException e) {
-            buf.close();
-            return CompletableFuture.failedFuture(e);
-        }
-        return sent.whenComplete((v, e) -> buf.close());
-    }
-
-    /**
-     * Every other member writes into {@code recv} (told with READY), and this member writes
-     * {@code blockFor.apply(p)} at {@code offset} of each member p's region.
-     */
-    private CompletableFuture<Void> exchangeWithAll(CollectiveRun run, LocalRegion recv,
-                                                    java.util.function.IntFunction<LocalRegion> blockFor, long offset) {
-        List<CompletableFuture<?>> steps = new ArrayList<>();
-        for (int p : others()) {
-            steps.add(receiveFrom(run, p, recv, READY, DATA));
-            steps.add(writeTo(run, p, blockFor.apply(p), offset, READY, DATA));
-        }
-        return all(steps);
-    }
-
-    private static CompletableFuture<Void> all(List<? extends CompletableFuture<?>> steps) {
-        return CompletableFuture.allOf(steps.toArray(CompletableFuture[]::new));
-    }
-
-    /** The other members in the order rank + 1, rank + 2, ... (mod n), so that not all start on the same target. */
-    private List<Integer> others() {
-        List<Integer> l = new ArrayList<>(size - 1);
-        for (int k = 1; k < size; k++) {
-            l.add((rank + k) % size);
-        }
-        return l;
-    }
-
-    private static void copy(LocalRegion from, long fromOffset, LocalRegion to, long toOffset, long n) {
-        MemorySegment.copy(from.segment(), fromOffset, to.segment(), toOffset, n);
-    }
-
-    /** Runs a collective after the ones called before it; a broken or closed group fails it at once. */
-    private CompletableFuture<Void> run(String name, java.util.function.Function<CollectiveRun, CompletableFuture<Void>> body) {
-        synchronized (lock) {
-            if (closed) {
-                return CompletableFuture.failedFuture(new CollectiveException(-1, name + ": the group of rank " + rank
-                        + " is closed", null));
-            }
-            long number = ++collectives;
-            CompletableFuture<Void> result = tail.handle((v, e) -> null).thenCompose(x -> start(name, number, body));
-            tail = result;
-            return result;
-        }
-    }
-
-    private CompletableFuture<Void> start(String name, long number, java.util.function.Function<CollectiveRun, CompletableFuture<Void>> body) {
-        if (config.rejoins() && !closed) {
-            for (int i = 0; i < size; i++) {
-                if (i != rank) {
-                    awayIfDown(i);
-                }
-            }
-        }
-        CompletableFuture<Void> w = whole;
-        if (!w.isDone() && broken == null && !closed) {
-            // A member is away (rejoining group): wait for it, within the collective's time.
-            return w.orTimeout(config.collectiveTimeout().toNanos(), TimeUnit.NANOSECONDS).handle((v, e) -> e)
-                    .thenCompose(e -> {
-                        if (e == null || broken != null || closed) {
-                            return start(name, number, body);
-                        }
-                        started = number;
-                        int missing = firstMissing();
-                        return CompletableFuture.failedFuture(new CollectiveException(missing, name + " #" + number
-                                + ": rank " + missing + (missing < 0 ? "" : " (" + members.get(missing) + ")")
-                                + " has not joined again within the collective time-out of "
-                                + config.collectiveTimeout().toMillis() + " ms", null));
-                    });
-        }
-        started = number;
-        CollectiveException b = broken;
-        if (b != null || closed) {
-            return CompletableFuture.failedFuture(new CollectiveException(b == null ? -1 : b.rank(), name + " #" + number
-                    + ": the group is " + (closed ? "closed" : "broken since " + b.getMessage() + "; close it"), b));
-        }
-        CollectiveRun run = new CollectiveRun(name, number, config.collectiveTimeout());
-        for (int i = 0; i < size; i++) {
-            inbox.get(i).forgetBefore(run.seq);   // what earlier collectives left is never asked for: out of the budget
-        }
-        running = run;
-        try {
-            run.finishWith(body.apply(run));
-        } catch (RuntimeException e) {
-            run.fail(e instanceof CollectiveException ce ? ce.rank() : -1, e);
-        }
-        return run.result.whenComplete((v, e) -> {
-            if (e != null && broken == null && !config.rejoins()) {
-                broken = e instanceof CollectiveException ce ? ce : new CollectiveException(-1, e.getMessage(), e);
-            }
-            if (e != null && config.rejoins()) {
-                // The member the failure names, if its connection is down: away now, so that it
-                // may join again before the next collective looks.
-                Throwable c = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-                int r = c instanceof CollectiveException ce ? ce.rank() : -1;
-                if (r >= 0 && r < size && r != rank) {
-                    awayIfDown(r);
-                }
-            }
-        });
-    }
-
     private void checkRank(String what, int r) {
-        if (r < 0 || r >= size) {
+        if (r < 0 || r >= mesh.size) {
+            int size = mesh.size;
             throw new IllegalArgumentException(what + " " + r + " is not a rank of this group of " + size + " (0.." + (size - 1) + ")");
         }
     }
@@ -1164,56 +536,14 @@ public final class PeerGroup implements AutoCloseable {
     /** Closes every connection of the group and its listener; a collective still running fails. */
     @Override
     public void close() {
-        synchronized (lock) {
-            if (closed) {
-                return;
-            }
-            synchronized (joined) {
-                closed = true;   // register() checks it under the same lock: no connection joins a closed group
-            }
-        }
-        CollectiveException why = new CollectiveException(-1, "the group of rank " + rank + " was closed", null);
-        for (int i = 0; i < size; i++) {
-            inbox.get(i).lose(why);
-        }
-        whole.completeExceptionally(why);
-        synchronized (connecting) {
-            for (CompletableFuture<Connection> f : connecting) {
-                f.thenAccept(Connection::close);
-            }
-        }
-        // All at once, then one wait: a group's close is bounded by one connection's teardown,
-        // not by the sum of them, and it never throws because a peer was slow.
-        List<CompletableFuture<Void>> closing = new ArrayList<>();
-        for (int i = 0; i < size; i++) {
-            Connection c = peers.get(i);
-            if (c != null) {
-                closing.add(c.closeAsync());
-            }
-        }
-        if (server != null) {
-            server.close();
-        }
-        if (rdma.isIoThread()) {
-            return;   // a callback: waiting here would block the thread that finishes the teardowns
-        }
-        try {
-            CompletableFuture.allOf(closing.toArray(CompletableFuture[]::new)).get(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (ExecutionException | TimeoutException e) {
-            long left = closing.stream().filter(f -> !f.isDone()).count();
-            System.getLogger("dev.jrdma").log(System.Logger.Level.WARNING, "closing " + this + ": " + left
-                    + " connection(s) not finished after " + CLOSE_WAIT_SECONDS + " s; they go on in the background");
+        if (order.close()) {
+            mesh.closeAll(toString());
         }
     }
 
-    /** How long {@link #close} waits for its connections' teardowns (each at most 5 s, all at once). */
-    private static final long CLOSE_WAIT_SECONDS = 6;
-
     @Override
     public String toString() {
-        return "PeerGroup[rank " + rank + " of " + size + ", " + members.get(rank) + (closed ? ", closed" : "")
-                + (broken != null ? ", broken" : "") + "]";
+        return "PeerGroup[rank " + mesh.rank + " of " + mesh.size + ", " + mesh.members.get(mesh.rank) + (mesh.closed ? ", closed" : "")
+                + (mesh.broken != null ? ", broken" : "") + "]";
     }
 }
