@@ -8,11 +8,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
 import java.nio.channels.CompletionHandler;
-import java.util.ArrayDeque;
 
 /**
  * The byte stream of one channel over one jrdma connection, with credit-based flow control:
@@ -37,6 +33,10 @@ import java.util.ArrayDeque;
  * <p><b>Credits.</b> Of the peer's receive queue depth D, data uses D - {@link #RESERVED}; the
  * reserved ones carry CREDIT, SHUTDOWN_OUTPUT and CLOSE, so credits can always go back (a CREDIT
  * is itself returned with the next message, and never answered by one).
+ *
+ * <p>Its parts: the send slots ({@link SendArea}), what was posted and not yet completed
+ * ({@link PostedSends}), and the bytes received and not yet read ({@link StreamInbound}); this class
+ * keeps the credits and the protocol (what each message kind means, the ending).
  *
  * <p>Everything here runs on the channel's event loop, which is the connection's IO loop: the
  * receive, completion and disconnect callbacks too. Nothing is locked.
@@ -63,8 +63,6 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
      * {@code slots × this} at most, so a peer cannot make us allocate more by announcing more.
      */
     static final int MAX_MESSAGE = 64 * 1024;
-    /** All of memory, to copy from and to a ByteBuf's native address without making a segment per copy. */
-    private static final MemorySegment EVERYTHING = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
     /** What the stream tells its channel; on the event loop. */
     interface Listener {
@@ -89,29 +87,14 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
     private final Listener listener;
     /** The event loop: a post refused at once is dealt with after the call that posted (never inside a write). */
     private final java.util.concurrent.Executor loop;
-    private final LocalRegion sendArea;
-    private final MemorySegment sendMemory;
-    /** The send area as a ByteBuffer, for the copies from buffers without an address or array. */
-    private final ByteBuffer sendBuffer;
-    private final LocalRegion empty;
+    private final SendArea area;
     private final int slotSize;
-    private final int slots;
     private final int myDepth;
     private final int sendDepth;
     private final int returnAt;
 
-    // Sending: slots in ring order; what was posted, in order (a data message's length, which holds
-    // a slot; -1: no slot: control, or a message sent from the buffer in postedBuf, released when it completed).
-    private int oldestSlot;
-    private int freeSlots;
-    private int fillSlot = -1;
-    private int fillPos;
-    private final int[] postedLength;
-    private final ByteBuf[] postedBuf;
-    /** Each slot's last message as a region, kept while messages of that length follow (no slice per message). */
-    private final LocalRegion[] slotMessage;
-    private int postedHead;
-    private int postedCount;
+    // Sending: slots in ring order; what was posted, in order (PostedSends).
+    private final PostedSends posted;
     /** The last post failed at once (its handler ran inside the post): see {@link #failed}. */
     private boolean inPost;
     /** A post failed at once: the stream is ending. */
@@ -121,11 +104,10 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
     // Credits.
     private int credits;
     private int sentUnreturned;
-    private int held;
     private int owed;
 
     // Receiving.
-    private final ArrayDeque<ByteBuf> inbound = new ArrayDeque<>();
+    private final StreamInbound inbound = new StreamInbound();
     private boolean discardInput;
     private boolean eof;
     private boolean peerClosed;
@@ -136,7 +118,6 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
     private int pendingControl;   // bit per kind waiting for a credit
     private boolean closing;
     private boolean gone;
-    private boolean released;
 
     /**
      * Starts the stream on an established connection; from now on its messages come here.
@@ -160,15 +141,8 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
             throw new IllegalArgumentException("the peer announced no receive buffer size: it is no jrdma stream peer");
         }
         this.sendDepth = connection.config().sendQueueDepth();
-        this.slots = Math.min(MAX_SEND_SLOTS, Math.min(peerDepth - RESERVED, sendDepth));
-        this.sendArea = rdma.allocateUninitialized((long) slots * slotSize);
-        this.sendMemory = sendArea.segment();
-        this.sendBuffer = sendMemory.asByteBuffer();
-        this.empty = sendArea.slice(0, 0);
-        this.freeSlots = slots;
-        this.postedLength = new int[sendDepth];
-        this.postedBuf = new ByteBuf[sendDepth];
-        this.slotMessage = new LocalRegion[slots];
+        this.area = new SendArea(rdma, Math.min(MAX_SEND_SLOTS, Math.min(peerDepth - RESERVED, sendDepth)), slotSize);
+        this.posted = new PostedSends(sendDepth);
         this.credits = peerDepth;
         this.returnAt = Math.max(1, (myDepth - RESERVED) / 4);
     }
@@ -230,24 +204,16 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
     int write(ByteBuf buf, int index, int length) {
         int taken = 0;
         while (taken < length) {
-            if (fillSlot < 0) {
+            if (!area.filling()) {
                 if (!canSendData()) {
                     wantRoom = true;
                     break;
                 }
-                fillSlot = oldestSlot + (slots - freeSlots);
-                if (fillSlot >= slots) {
-                    fillSlot -= slots;
-                }
-                freeSlots--;
+                area.startFill();
                 credits--;   // the slot's message has its credit from now on
-                fillPos = 0;
             }
-            int n = Math.min(length - taken, slotSize - fillPos);
-            copyIn(buf, index + taken, (long) fillSlot * slotSize + fillPos, n);
-            fillPos += n;
-            taken += n;
-            if (fillPos == slotSize) {
+            taken += area.fill(buf, index + taken, length - taken);
+            if (area.full()) {
                 postFill();
             }
         }
@@ -283,46 +249,27 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
 
     /** {@return the bytes the send slot being filled still takes (0: none is being filled)} */
     int roomInSlotBeingFilled() {
-        return fillSlot < 0 ? 0 : slotSize - fillPos;
+        return area.roomInSlotBeingFilled();
     }
 
     private boolean canSendWithoutSlot() {
-        return !gone && !refused && credits > RESERVED && postedCount < sendDepth;
+        return !gone && !refused && credits > RESERVED && posted.hasRoom();
     }
 
     /** Sends the slot being filled, if any: the end of a flush. */
     void flush() {
-        if (fillSlot >= 0 && fillPos > 0) {
+        if (area.filling() && area.filled() > 0) {
             postFill();
         }
     }
 
     private boolean canSendData() {
-        return !gone && !refused && freeSlots > 0 && credits > RESERVED && postedCount < sendDepth;
-    }
-
-    private void copyIn(ByteBuf buf, int index, long offset, int n) {
-        if (buf.hasMemoryAddress()) {
-            MemorySegment.copy(EVERYTHING, buf.memoryAddress() + index, sendMemory, offset, n);
-        } else if (buf.hasArray()) {
-            MemorySegment.copy(buf.array(), buf.arrayOffset() + index, sendMemory, ValueLayout.JAVA_BYTE, offset, n);
-        } else {
-            sendBuffer.clear().position((int) offset).limit((int) offset + n);
-            buf.getBytes(index, sendBuffer);
-        }
+        return !gone && !refused && area.hasFreeSlot() && credits > RESERVED && posted.hasRoom();
     }
 
     private void postFill() {
-        int slot = fillSlot;
-        int length = fillPos;
-        fillSlot = -1;
-        fillPos = 0;
-        LocalRegion message = slotMessage[slot];
-        if (message == null || message.length() != length) {
-            message = sendArea.slice((long) slot * slotSize, length);
-            slotMessage[slot] = message;
-        }
-        post(StreamMessage.DATA, message, length, null);
+        LocalRegion message = area.takeFilled();
+        post(StreamMessage.DATA, message, (int) message.length(), null);
     }
 
     /** Posts one message whose credit is already taken; every one completes once, in order. */
@@ -330,13 +277,7 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
         int imm = StreamMessage.imm(kind, owed);
         owed = 0;
         sentUnreturned++;
-        int tail = postedHead + postedCount;
-        if (tail >= sendDepth) {
-            tail -= sendDepth;
-        }
-        postedLength[tail] = dataLength;
-        postedBuf[tail] = from;
-        postedCount++;
+        posted.add(dataLength, from);
         inPost = true;
         try {
             connection.sendWithImm(imm, buf, this, this);
@@ -350,9 +291,9 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
         if (gone) {
             return;
         }
-        if (credits > 0 && postedCount < sendDepth) {
+        if (credits > 0 && posted.hasRoom()) {
             credits--;
-            post(kind, empty, -1, null);
+            post(kind, area.empty(), -1, null);
         } else {
             pendingControl |= 1 << kind;
         }
@@ -361,11 +302,11 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
     private void sendPendingControl() {
         for (int kind = StreamMessage.CREDIT; kind <= StreamMessage.CLOSE && pendingControl != 0 && !gone; kind++) {
             int bit = 1 << kind;
-            if ((pendingControl & bit) != 0 && credits > 0 && postedCount < sendDepth) {
+            if ((pendingControl & bit) != 0 && credits > 0 && posted.hasRoom()) {
                 pendingControl &= ~bit;
                 if (kind != StreamMessage.CREDIT || owed > 0) {
                     credits--;
-                    post(kind, empty, -1, null);
+                    post(kind, area.empty(), -1, null);
                 }
             }
         }
@@ -374,25 +315,15 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
     /** A send completed: its slot (for data) and its place in the send queue are free. */
     @Override
     public void completed(Void result, ByteStream attachment) {
-        int length = postedLength[postedHead];
-        releasePosted(postedHead);
-        postedHead = postedHead + 1 == sendDepth ? 0 : postedHead + 1;
-        postedCount--;
+        int length = posted.takeOldest();
         if (length >= 0) {
-            oldestSlot = oldestSlot + 1 == slots ? 0 : oldestSlot + 1;
-            freeSlots++;
+            area.oldestDone();
         }
-        if (closing && peerClosed && postedCount == 0) {
+        if (closing && peerClosed && posted.isEmpty()) {
             disconnect();
             return;
         }
-        if (pendingControl != 0) {
-            sendPendingControl();
-        }
-        if (wantRoom && canSendData()) {
-            wantRoom = false;
-            listener.writable();
-        }
+        roomCameBack();
     }
 
     /** A send failed: the connection is going (a failed send puts it in ERROR), or a post was refused. */
@@ -400,13 +331,9 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
     public void failed(Throwable e, ByteStream attachment) {
         if (inPost) {
             refused = true;
-            int tail = postedHead + postedCount - 1;
-            releasePosted(tail >= sendDepth ? tail - sendDepth : tail);
-            postedCount--;   // the one just recorded at the tail: it never went out
+            posted.dropNewest();   // the one just recorded: it never went out
         } else {
-            releasePosted(postedHead);
-            postedHead = postedHead + 1 == sendDepth ? 0 : postedHead + 1;
-            postedCount--;
+            posted.takeOldest();
         }
         if (!gone && !closing) {
             IOException cause = new IOException("a send on " + connection + " failed: " + e.getMessage(), e);
@@ -415,15 +342,6 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
             } else {
                 end(cause);
             }
-        }
-    }
-
-    /** A posted message ended: the buffer it was sent from (if it was sent without a copy) is let go. */
-    private void releasePosted(int i) {
-        ByteBuf b = postedBuf[i];
-        if (b != null) {
-            postedBuf[i] = null;
-            b.release();
         }
     }
 
@@ -444,67 +362,17 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
             protocolError("it gave back " + returned + " credits, but only " + sentUnreturned + " messages of ours are unreturned");
             return;
         }
-        if (held + owed + 1 > myDepth) {
+        if (inbound.held() + owed + 1 > myDepth) {
             protocolError("it sent more messages than it had credits for (" + myDepth + ")");
             return;
         }
         sentUnreturned -= returned;
         credits += returned;
-        switch (kind) {
-            case StreamMessage.DATA -> {
-                int n = m.byteCount();
-                if (eof) {
-                    protocolError("DATA after the end of its output");
-                    return;
-                }
-                if (n == 0) {
-                    protocolError("an empty DATA message");
-                    return;
-                }
-                if (discardInput || closing) {
-                    owed++;   // this side shut its input, or closed: the bytes go nowhere
-                } else {
-                    held++;
-                    inbound.add(copyOut(m.data(), n));
-                }
-            }
-            case StreamMessage.CREDIT -> owed++;
-            case StreamMessage.SHUTDOWN_OUTPUT -> {
-                if (eof) {
-                    protocolError("SHUTDOWN_OUTPUT after the end of its output");
-                    return;
-                }
-                owed++;
-                eof = true;
-            }
-            case StreamMessage.CLOSE -> {
-                if (peerClosed) {
-                    protocolError("a second CLOSE");
-                    return;
-                }
-                owed++;
-                eof = true;
-                peerClosed = true;
-                if (closing) {
-                    if (postedCount == 0) {
-                        disconnect();
-                    }
-                    return;
-                }
-            }
-            default -> {
-                protocolError("a message of " + StreamMessage.name(kind) + " (immediate 0x" + Integer.toHexString(imm) + ")");
-                return;
-            }
+        if (!take(kind, imm, m)) {
+            return;
         }
         if (returned > 0) {
-            if (pendingControl != 0) {
-                sendPendingControl();
-            }
-            if (wantRoom && canSendData()) {
-                wantRoom = false;
-                listener.writable();
-            }
+            roomCameBack();
         }
         if (kind != StreamMessage.CREDIT) {
             listener.readable();
@@ -514,22 +382,61 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
         }
     }
 
-    private ByteBuf copyOut(MemorySegment data, int n) {
-        ByteBuf buf = listener.allocator().directBuffer(n, n);
-        try {
-            int at = buf.writerIndex();
-            if (buf.hasMemoryAddress()) {
-                MemorySegment.copy(data, 0, EVERYTHING, buf.memoryAddress() + at, n);
-            } else if (buf.hasArray()) {
-                MemorySegment.copy(data, ValueLayout.JAVA_BYTE, 0, buf.array(), buf.arrayOffset() + at, n);
-            } else {
-                buf.setBytes(at, data.asSlice(0, n).asByteBuffer());
+    /** A message of {@code kind}, its credits counted: false when the stream ended on it, or it closed the stream. */
+    private boolean take(int kind, int imm, Message m) {
+        switch (kind) {
+            case StreamMessage.DATA -> {
+                int n = m.byteCount();
+                if (eof || n == 0) {
+                    protocolError(eof ? "DATA after the end of its output" : "an empty DATA message");
+                    return false;
+                }
+                if (discardInput || closing) {
+                    owed++;   // this side shut its input, or closed: the bytes go nowhere
+                } else {
+                    inbound.add(listener.allocator(), m.data(), n);
+                }
             }
-            buf.writerIndex(at + n);
-            return buf;
-        } catch (RuntimeException e) {
-            buf.release();
-            throw e;
+            case StreamMessage.CREDIT -> owed++;
+            case StreamMessage.SHUTDOWN_OUTPUT -> {
+                if (eof) {
+                    protocolError("SHUTDOWN_OUTPUT after the end of its output");
+                    return false;
+                }
+                owed++;
+                eof = true;
+            }
+            case StreamMessage.CLOSE -> {
+                if (peerClosed) {
+                    protocolError("a second CLOSE");
+                    return false;
+                }
+                owed++;
+                eof = true;
+                peerClosed = true;
+                if (closing) {
+                    if (posted.isEmpty()) {
+                        disconnect();
+                    }
+                    return false;
+                }
+            }
+            default -> {
+                protocolError("a message of " + StreamMessage.name(kind) + " (immediate 0x" + Integer.toHexString(imm) + ")");
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Credits or room in the send queue came back: what waited for them goes. */
+    private void roomCameBack() {
+        if (pendingControl != 0) {
+            sendPendingControl();
+        }
+        if (wantRoom && canSendData()) {
+            wantRoom = false;
+            listener.writable();
         }
     }
 
@@ -548,15 +455,8 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
      * null when none is queued. A message whose bytes are all taken is done: its credit is owed.
      */
     ByteBuf read(int max) {
-        ByteBuf head = inbound.peek();
-        if (head == null) {
-            return null;
-        }
-        int n = Math.min(Math.max(1, max), head.readableBytes());
-        ByteBuf out = head.readRetainedSlice(n);
-        if (!head.isReadable()) {
-            inbound.poll().release();   // the slices keep the memory until they are released
-            held--;
+        ByteBuf out = inbound.read(max);
+        if (inbound.finishedByLastRead()) {
             owed++;
         }
         return out;
@@ -572,12 +472,7 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
     /** Local shutdownInput: drops what is queued and what comes, giving their credits back. */
     void discardInput() {
         discardInput = true;
-        ByteBuf b;
-        while ((b = inbound.poll()) != null) {
-            b.release();
-            held--;
-            owed++;
-        }
+        owed += inbound.discard();
         returnCredits();
     }
 
@@ -615,7 +510,7 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
             closeSent = true;
             control(StreamMessage.CLOSE);
         }
-        if (peerClosed && postedCount == 0) {
+        if (peerClosed && posted.isEmpty()) {
             disconnect();
             return false;
         }
@@ -662,17 +557,11 @@ final class ByteStream implements CompletionHandler<Void, ByteStream> {
 
     /** Gives the send area back; jrdma holds its memory until every send that uses it ended. */
     private void releaseWhenDone() {
-        if (!released) {
-            released = true;
-            sendArea.close();
-        }
+        area.close();
     }
 
     /** Drops what is queued for reading (the channel closed). */
     void release() {
-        ByteBuf b;
-        while ((b = inbound.poll()) != null) {
-            b.release();
-        }
+        inbound.discard();
     }
 }
