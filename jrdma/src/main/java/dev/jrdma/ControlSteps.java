@@ -57,7 +57,7 @@ final class ControlSteps {
                 f.completeExceptionally(e);
             }
         });
-        return io.await(f, Rdma.CONTROL_TIMEOUT);
+        return io.await(f, IoThreads.CONTROL_TIMEOUT);
     }
 
     /**
@@ -84,7 +84,7 @@ final class ControlSteps {
             done.complete(null);
         });
         if (!io.control().inThisThread()) {
-            io.await(done, Rdma.CONTROL_TIMEOUT);
+            io.await(done, IoThreads.CONTROL_TIMEOUT);
         }
     }
 
@@ -145,10 +145,10 @@ final class ControlSteps {
                 opened.completeExceptionally(e);
             }
         });
-        DatagramQueuePair qp = io.await(opened, Rdma.CONTROL_TIMEOUT);
+        DatagramQueuePair qp = io.await(opened, IoThreads.CONTROL_TIMEOUT);
         DatagramEndpoint e;
         try {
-            e = new DatagramEndpoint(rdma, t, qp, receiveBuffers, Rdma.CONTROL_TIMEOUT.dividedBy(3), maxSenders);
+            e = new DatagramEndpoint(rdma, t, qp, receiveBuffers, IoThreads.CONTROL_TIMEOUT.dividedBy(3), maxSenders);
         } catch (RuntimeException x) {
             io.execute(qp::close);
             throw x;

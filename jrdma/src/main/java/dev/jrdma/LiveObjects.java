@@ -203,7 +203,7 @@ final class LiveObjects {
         io.checkNotDrivenElsewhere();
         closed = true;
         closeUsers();
-        io.closeManager(Rdma.CONTROL_TIMEOUT);
+        io.closeManager(IoThreads.CONTROL_TIMEOUT);
         io.closeThreads();
         leases.close();
         if (leakDetection) {

@@ -64,8 +64,6 @@ public final class Rdma implements AutoCloseable {
      * out before they are looked at (the connection manager takes them quickly and bounds itself).
      */
     static final int LISTEN_BACKLOG = 4096;
-    /** The longest a control step on the IO thread (listen, close) may take. */
-    static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
 
     private final Provider provider;
     private final Device device;
@@ -584,15 +582,6 @@ public final class Rdma implements AutoCloseable {
         live.close(io, leases, memory, device);
     }
 
-    /** The IO thread's side of a completion mode. */
-    private static IdleWait idleWait(CompletionMode mode) {
-        return switch (mode) {
-            case POLLING -> IdleWait.SPIN;
-            case EVENT -> IdleWait.SLEEP;
-            case ADAPTIVE -> IdleWait.SPIN_THEN_SLEEP;
-        };
-    }
-
     /** How an {@link Rdma} is made. Setters return this; {@link #build()} checks and opens. */
     public static final class Builder {
         private String provider = "auto";
@@ -942,6 +931,15 @@ public final class Rdma implements AutoCloseable {
         IoPlan ioPlan() {
             boolean pollingOnly = ioLoops == 0 && (ioThreads == INLINE || completionMode == CompletionMode.POLLING);
             return new IoPlan(ioThreads, ioLoops, singleThreaded, idleWait(completionMode), pollingOnly, cpus);
+        }
+
+        /** The IO thread's side of a completion mode. */
+        private static IdleWait idleWait(CompletionMode mode) {
+            return switch (mode) {
+                case POLLING -> IdleWait.SPIN;
+                case EVENT -> IdleWait.SLEEP;
+                case ADAPTIVE -> IdleWait.SPIN_THEN_SLEEP;
+            };
         }
 
         /** The connection manager's limits on handshakes and idle connections. */

@@ -25,6 +25,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link #execute}; the connection manager is touched on the control thread only.
  */
 public final class IoThreads {
+    /** The longest a control step on the control thread (listen, open an endpoint, close) may take. */
+    public static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
     private final IoThread[] io;
     private final CompletionChannel[] channels;
     private final ConnectionManager cm;
