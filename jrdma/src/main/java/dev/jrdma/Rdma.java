@@ -51,7 +51,6 @@ import java.util.function.LongSupplier;
  * {@code DeviceEventDispatch}.
  */
 public final class Rdma implements AutoCloseable {
-    private static final System.Logger LOG = System.getLogger("dev.jrdma");
     /**
      * {@code ioThreads(INLINE)}: no IO thread; the application drives progress with
      * {@link #poll()} (and the library's blocking calls poll while they wait).
