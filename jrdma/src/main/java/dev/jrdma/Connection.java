@@ -148,7 +148,7 @@ public final class Connection implements AutoCloseable {
      * run there; for an instance with IO loops, the index of {@link Rdma#ioLoop(int)}}
      */
     public int ioIndex() {
-        return rdma.indexOf(io);
+        return rdma.io().indexOf(io);
     }
 
     /** {@return the QP: number, state as the device reports it now, and what was negotiated} */

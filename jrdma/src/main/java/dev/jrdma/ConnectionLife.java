@@ -147,7 +147,7 @@ final class ConnectionLife {
         @Override
         public void onQueuePair(QueuePair q) {
             qp = q;
-            connection.rdma().queuePairCreated(q.qpNum(), connection);
+            connection.rdma().live().queuePairCreated(q.qpNum(), connection);
             sends.attach(q);
             receives.attach(q);
         }
@@ -566,15 +566,15 @@ final class ConnectionLife {
         if (endpoint != null) {
             endpoint.close();
         }
-        rdma.drainCompletionEvents(io);
+        rdma.io().channelOf(io).drainEvents();
         if (cq != null) {
             cq.close();
         }
         sends.close();
         if (!receives.release()) {
-            rdma.memoryHeld(connection);   // freed when the last lent message closes, or when the Rdma closes
+            rdma.live().memoryHeld(connection);   // freed when the last lent message closes, or when the Rdma closes
         }
-        rdma.forget(connection);
+        rdma.live().forget(connection);
         if (connection.server != null) {
             connection.server.forget(connection);
         }

@@ -257,7 +257,7 @@ public final class DatagramEndpoint implements AutoCloseable {
             return f;
         }
         int timeoutMs = (int) Math.min(Integer.MAX_VALUE, resolveTimeout.toMillis());
-        rdma.onControlThread(() -> {
+        rdma.io().execute(() -> {
             try {
                 qp.resolve(remote, timeoutMs, (peer, error) -> finish(f, peer, "resolving " + remote, error));
             } catch (RuntimeException e) {
@@ -277,7 +277,7 @@ public final class DatagramEndpoint implements AutoCloseable {
      */
     public DatagramAddress resolveSync(InetSocketAddress remote) {
         notOnIoThread("resolveSync", "resolve");
-        return rdma.await(resolve(remote), resolveTimeout.plusSeconds(2));   // the control thread resolves
+        return rdma.io().await(resolve(remote), resolveTimeout.plusSeconds(2));   // the control thread resolves
     }
 
     /**
@@ -298,7 +298,7 @@ public final class DatagramEndpoint implements AutoCloseable {
             f.completeExceptionally(new ConnectionClosedException("datagram endpoint " + localAddress() + " is closed"));
             return f;
         }
-        rdma.onControlThread(() -> {
+        rdma.io().execute(() -> {
             try {
                 qp.join(group, (peer, error) -> finish(f, peer, "joining " + group.getHostAddress(), error));
             } catch (RuntimeException e) {
@@ -317,7 +317,7 @@ public final class DatagramEndpoint implements AutoCloseable {
      */
     public DatagramAddress joinSync(InetAddress group) {
         notOnIoThread("joinSync", "join");
-        return rdma.await(join(group), resolveTimeout.plusSeconds(2));
+        return rdma.io().await(join(group), resolveTimeout.plusSeconds(2));
     }
 
     /**
@@ -332,7 +332,7 @@ public final class DatagramEndpoint implements AutoCloseable {
             throw new IllegalArgumentException("leave: " + group + " is not a multicast group");
         }
         CompletableFuture<Void> done = new CompletableFuture<>();
-        rdma.onControlThread(() -> {
+        rdma.io().execute(() -> {
             try {
                 qp.leave(group.peer);
                 done.complete(null);
@@ -341,7 +341,7 @@ public final class DatagramEndpoint implements AutoCloseable {
             }
         });
         if (!rdma.isIoThread()) {   // on an IO thread it is left once this callback returns
-            rdma.await(done, resolveTimeout);
+            rdma.io().await(done, resolveTimeout);
         }
     }
 
@@ -784,7 +784,7 @@ public final class DatagramEndpoint implements AutoCloseable {
             // must not find its queue pair gone when the callback returns.
             io.executeLater(() -> {
                 io.remove(source);
-                rdma.onControlThread(teardown);
+                rdma.io().execute(teardown);
             });
         } catch (IllegalStateException stopped) {
             io.remove(source);   // its thread has stopped: nothing polls it
@@ -792,7 +792,7 @@ public final class DatagramEndpoint implements AutoCloseable {
             return;
         }
         if (!rdma.isIoThread()) {   // on an IO thread (a callback) it is torn down after the callback
-            rdma.await(gone, Duration.ofSeconds(30));
+            rdma.io().await(gone, Duration.ofSeconds(30));
         }
     }
 
@@ -822,7 +822,7 @@ public final class DatagramEndpoint implements AutoCloseable {
             w.completeExceptionally(why);
         }
         buffers.close();
-        rdma.datagramEndpointClosed(this);
+        rdma.live().datagramEndpointClosed(this);
     }
 
     @Override

@@ -185,7 +185,7 @@ public final class LocalRegion implements AutoCloseable {
         MemoryRegistration r = resources.newLease(segment, bits);
         RegionResources res = resources;
         long millis = duration.toMillis();
-        rdma.scheduleLeaseEnd(duration, () -> {
+        rdma.leases().schedule(duration, () -> {
             res.endLease(r);
             JrdmaEvents.leaseEnded(r.memory().address(), r.memory().byteSize(), r.rkey(), millis);
         });
@@ -263,7 +263,7 @@ public final class LocalRegion implements AutoCloseable {
         RegionResources res = resources;
         long millis = duration.toMillis();
         try {
-            rdma.scheduleLeaseEnd(duration, () -> {
+            rdma.leases().schedule(duration, () -> {
                 if (res.endScoped(r)) {
                     JrdmaEvents.leaseEnded(r.memory().address(), r.memory().byteSize(), r.rkey(), millis);
                 }
@@ -294,7 +294,7 @@ public final class LocalRegion implements AutoCloseable {
     }
 
     private int defaultRights() {
-        return pooled ? rdma.maxRemoteAccessBits() : registration.access() & REMOTE_MASK;
+        return pooled ? rdma.memory().maxRemoteAccess() : registration.access() & REMOTE_MASK;
     }
 
     /** {@code rights} as access bits, checked against what may be granted; {@code op} names the call in messages. */
@@ -304,10 +304,10 @@ public final class LocalRegion implements AutoCloseable {
             throw new IllegalArgumentException(op + ": grants remote rights only (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC), not "
                     + AccessFlags.names(bits & ~REMOTE_MASK));
         }
-        int beyond = bits & ~rdma.maxRemoteAccessBits();
+        int beyond = bits & ~rdma.memory().maxRemoteAccess();
         if (beyond != 0) {
             throw new IllegalArgumentException(op + ": " + AccessFlags.names(beyond)
-                    + " is beyond what this Rdma lets peers have (maxRemoteAccess " + AccessFlags.names(rdma.maxRemoteAccessBits()) + ")");
+                    + " is beyond what this Rdma lets peers have (maxRemoteAccess " + AccessFlags.names(rdma.memory().maxRemoteAccess()) + ")");
         }
         if (!pooled && (bits & ~registration.access()) != 0) {
             throw new IllegalArgumentException(op + ": the region was registered without " + AccessFlags.names(bits & ~registration.access())

@@ -1,46 +1,35 @@
 package dev.jrdma;
 
-import dev.jrdma.spi.DatagramQueuePair;
+import dev.jrdma.device.DeviceCapabilities;
 import dev.jrdma.device.DeviceInfo;
 import dev.jrdma.engine.admission.AcceptPolicy;
 import dev.jrdma.engine.admission.SourcePenalties;
-import dev.jrdma.exceptions.ConnectionRejectedException;
+import dev.jrdma.engine.io.IoPlan;
+import dev.jrdma.engine.io.IoThreads;
+import dev.jrdma.engine.region.LeaseTimer;
+import dev.jrdma.engine.select.ProviderSelection;
 import dev.jrdma.exceptions.ProviderUnavailableException;
 import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.exceptions.RdmaTimeoutException;
 import dev.jrdma.exceptions.UnsupportedCapabilityException;
-import dev.jrdma.jfr.JrdmaEvents;
+import dev.jrdma.memory.MemoryRegistrar;
 import dev.jrdma.memory.PooledBlock;
-import dev.jrdma.memory.RegisteredMemoryPool;
-import dev.jrdma.memory.RegistrationCache;
 import dev.jrdma.runtime.IdleWait;
-import dev.jrdma.runtime.IoThread;
 import dev.jrdma.spi.AccessFlags;
-import dev.jrdma.spi.CmEndpoint;
-import dev.jrdma.spi.CmEventHandler;
-import dev.jrdma.spi.CmListener;
-import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.ConnectionLimits;
-import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
-import dev.jrdma.spi.QueuePair;
-import dev.jrdma.device.DeviceCapabilities;
 import dev.jrdma.spi.MemoryRegistration;
 import dev.jrdma.spi.Provider;
 import dev.jrdma.spi.Providers;
-import dev.jrdma.spi.SourceAddress;
 
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 /**
  * The entry point: a device opened through a provider, its IO threads, and everything made from
@@ -53,52 +42,20 @@ import java.util.function.Consumer;
  *     c.write(buf, remote).join();
  * }
  * }</pre>
+ *
+ * <p>A facade over the engine: the provider is chosen by {@code ProviderSelection}, the IO
+ * threads are {@code IoThreads}, what it made is registered in {@code LiveObjects} (which owns
+ * the close order), memory is registered by {@code MemoryRegistrar}, leases end on a
+ * {@code LeaseTimer}, the steps through the connection manager are {@code ControlSteps}, and
+ * the connection manager's and the device's events go to {@code CmEventDispatch} and
+ * {@code DeviceEventDispatch}.
  */
 public final class Rdma implements AutoCloseable {
-    private static final System.Logger LOG = System.getLogger("dev.jrdma");
     /**
      * {@code ioThreads(INLINE)}: no IO thread; the application drives progress with
      * {@link #poll()} (and the library's blocking calls poll while they wait).
      */
     public static final int INLINE = 0;
-
-    private final Provider provider;
-    private final Device device;
-    private final String providerChoice;
-    private final ConnectionManager cm;
-    private final IoThread[] io;
-    private final CompletionChannel[] channels;
-    private final AtomicInteger nextIo = new AtomicInteger();
-    /** Driven instances ({@link Builder#ioLoops}): the public side of each IO thread; else empty. */
-    private final IoLoop[] loops;
-    private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
-    private final Set<SharedReceiveQueue> sharedQueues = ConcurrentHashMap.newKeySet();
-    private final Set<DatagramEndpoint> datagramEndpoints = ConcurrentHashMap.newKeySet();
-    private final Set<RdmaServer> servers = ConcurrentHashMap.newKeySet();
-    /** What every open region holds (not the regions: a dropped one can be collected and reported). */
-    private final Set<RegionResources> regions = ConcurrentHashMap.newKeySet();
-    /** Leak detection (Builder.leakDetection): regions being watched, and where collected ones are queued. */
-    private final boolean leakDetection;
-    private final Set<RegionLeak> watched = ConcurrentHashMap.newKeySet();
-    private final java.lang.ref.ReferenceQueue<LocalRegion> collected = new java.lang.ref.ReferenceQueue<>();
-    private final CmEventHandler cmHandler = new CmHandler();
-    /** Which connection requests the servers take (and who failed or misused one lately): IO thread 0's (the CM handler's). */
-    private final AcceptPolicy acceptPolicy;
-    /** Connections by QP number, for device events about a QP. */
-    private final java.util.Map<Integer, Connection> byQpNum = new ConcurrentHashMap<>();
-    /** Per port, how often it came up: a port-down check acts only if it has not come up since. */
-    private final java.util.Map<Integer, Long> portUps = new ConcurrentHashMap<>();
-    private final Consumer<DeviceEvent> onDeviceEvent;
-    /** Time for deadlines that tests may need to move (an emulated atomic's): System.nanoTime unless a test set it. */
-    private final java.util.function.LongSupplier clock;
-    private volatile boolean closed;
-    /** Registered memory for {@link #allocate}: chunks registered for local access; peers get exposures. */
-    private final RegisteredMemoryPool pool;
-    /** The application's own memory, registered once per range and access (see {@link #register}). */
-    private final RegistrationCache registrations;
-    private final int maxRemoteAccess;
-    /** Ends leases; made by the first one, guarded by this. */
-    private java.util.concurrent.ScheduledExecutorService leaseTimer;
     /**
      * The kernel's accept queue for each listener (capped by net.core.somaxconn): a connection
      * waiting there costs kernel memory only, and one that finds it full has its SYN dropped and
@@ -106,17 +63,28 @@ public final class Rdma implements AutoCloseable {
      * out before they are looked at (the connection manager takes them quickly and bounds itself).
      */
     static final int LISTEN_BACKLOG = 4096;
-    private static final int REMOTE_ACCESS = AccessFlags.REMOTE_READ | AccessFlags.REMOTE_WRITE | AccessFlags.REMOTE_ATOMIC;
+
+    private final Provider provider;
+    private final Device device;
+    private final String providerChoice;
+    private final IoThreads io;
+    /** Driven instances ({@link Builder#ioLoops}): the public side of each IO thread; else empty. */
+    private final IoLoop[] loops;
+    private final LiveObjects live;
+    /** Listen, connect, open a datagram endpoint: the steps through the connection manager. */
+    private final ControlSteps control;
+    private final MemoryRegistrar memory;
+    private final LeaseTimer leases;
+    /** Time for deadlines that tests may need to move (an emulated atomic's): System.nanoTime unless a test set it. */
+    private final LongSupplier clock;
 
     private Rdma(Builder b) {
-        Chosen chosen = b.chooseAndOpen();
+        ProviderSelection chosen = b.chooseAndOpen();
         this.provider = chosen.provider();
         this.device = chosen.device();
         this.providerChoice = chosen.reason();
-        this.onDeviceEvent = b.onDeviceEvent;
         this.clock = b.clock;
-        this.maxRemoteAccess = b.maxRemoteAccess;
-        this.leakDetection = b.leakDetection;
+        this.live = new LiveObjects(b.leakDetection);
         if (b.memoryBudget > 0) {
             try {
                 device.checkMemoryBudget(b.memoryBudget);
@@ -125,78 +93,27 @@ public final class Rdma implements AutoCloseable {
                 throw e;
             }
         }
-        this.acceptPolicy = new AcceptPolicy(b.sourcePenalties ? new SourcePenalties() : null, b.maxConnections,
-                b.maxConnectionsPerSource > 0 ? b.maxConnectionsPerSource
-                        : Math.min(b.maxConnections, Math.max(1024, b.maxConnections / 4)));
-        this.pool = new RegisteredMemoryPool(device, AccessFlags.LOCAL_WRITE, b.hugePages);
-        this.registrations = new RegistrationCache(device);
-        int n = b.ioLoops > 0 ? b.ioLoops : Math.max(1, b.ioThreads);
-        this.io = new IoThread[n];
-        this.loops = new IoLoop[b.ioLoops];
-        this.channels = new CompletionChannel[n];
-        ConnectionManager manager = null;
+        this.memory = new MemoryRegistrar(device, b.hugePages, b.maxRemoteAccess, live::checkOpen);
+        this.leases = new LeaseTimer(device.name(), live::checkOpen);
         try {
-            manager = device.createConnectionManager(new ConnectionLimits(b.maxPendingHandshakes, b.handshakeTimeout.toNanos(),
-                    b.idleTimeout.toNanos()));
-            for (int i = 0; i < n; i++) {
-                channels[i] = device.createCompletionChannel();
-                CompletionChannel ch = channels[i];
-                if (b.ioLoops == 0 && (b.ioThreads == INLINE || b.completionMode == CompletionMode.POLLING)) {
-                    ch.pollingOnly();   // nobody arms or sleeps on it
-                }
-                int[] fds = i != 0 ? new int[] {ch.fd()}
-                        : device.eventFd() < 0 ? new int[] {ch.fd(), manager.fd()} : new int[] {ch.fd(), manager.fd(), device.eventFd()};
-                String name = "jrdma-io-" + device.name() + "-" + i;
-                io[i] = b.ioLoops > 0 ? IoThread.driven(name, fds, ch::drainEvents)
-                        : b.singleThreaded ? IoThread.confined(name, fds, ch::drainEvents, Thread.currentThread())
-                        : b.ioThreads == INLINE ? IoThread.inline(name, fds, ch::drainEvents)
-                        : new IoThread(name, idleWait(b.completionMode), fds, ch::drainEvents,
-                        b.cpus.length == 0 ? -1 : b.cpus[i % b.cpus.length]);
-            }
-            for (int i = 0; i < n; i++) {
-                CompletionChannel ch = channels[i];
-                IoThread t = io[i];
-                if (ch.readinessDriven()) {
-                    // First on its thread: which resting connections' sockets are ready, each pass.
-                    t.execute(() -> t.add(ch::pollReadiness));
-                }
-                t.execute(() -> t.addTimer(ch::checkIdle));   // keep-alives and idle timeouts
-            }
-            for (int i = 0; i < loops.length; i++) {
-                loops[i] = new IoLoop(this, io[i], i);
-            }
-            ConnectionManager m = manager;
-            io[0].execute(() -> io[0].add(() -> m.processEvents(cmHandler)));
-            device.onEvents(this::onDeviceEvent);
-            // Device events are rare: read them on the timer (every sleep, and every 1024 idle passes).
-            io[0].execute(() -> io[0].addTimer(device::pollEvents));
+            this.io = IoThreads.open(device, b.ioPlan(), b.connectionLimits());
         } catch (RuntimeException e) {
-            for (IoThread t : io) {
-                if (t != null) {
-                    t.close();
-                }
-            }
-            for (CompletionChannel c : channels) {
-                if (c != null) {
-                    c.close();
-                }
-            }
-            if (manager != null) {
-                manager.close();
-            }
             device.close();
             throw e;
         }
-        this.cm = manager;
-    }
-
-    /** The IO thread's side of a completion mode. */
-    private static IdleWait idleWait(CompletionMode mode) {
-        return switch (mode) {
-            case POLLING -> IdleWait.SPIN;
-            case EVENT -> IdleWait.SLEEP;
-            case ADAPTIVE -> IdleWait.SPIN_THEN_SLEEP;
-        };
+        this.control = new ControlSteps(this, live, io, device);
+        try {
+            this.loops = new IoLoop[b.ioLoops];
+            for (int i = 0; i < loops.length; i++) {
+                loops[i] = new IoLoop(this, io.get(i), i);
+            }
+            io.serveControl(device, new CmEventDispatch(this, live, io, device, b.acceptPolicy()),
+                    new DeviceEventDispatch(live, device, b.onDeviceEvent));
+        } catch (RuntimeException e) {
+            io.closeAfterFailedStart();
+            device.close();
+            throw e;
+        }
     }
 
     /**
@@ -239,7 +156,7 @@ public final class Rdma implements AutoCloseable {
      * be sure, and closes it again)}
      */
     public static String autoChoice() {
-        Chosen c = builder().chooseAndOpen();
+        ProviderSelection c = builder().chooseAndOpen();
         c.device().close();
         return c.reason();
     }
@@ -272,10 +189,6 @@ public final class Rdma implements AutoCloseable {
         return List.copyOf(all);
     }
 
-    /** A provider and the device opened on it. */
-    record Chosen(Provider provider, Device device, String reason) {
-    }
-
     /**
      * {@return the device in use: an RDMA device's name on verbs ({@code rxe0}, {@code mlx5_0}), the
      * provider's name on the software providers}
@@ -301,7 +214,7 @@ public final class Rdma implements AutoCloseable {
      * @throws IllegalStateException when this instance has IO threads
      */
     public int poll() {
-        return io[0].poll();
+        return io.control().poll();
     }
 
     /**
@@ -316,9 +229,9 @@ public final class Rdma implements AutoCloseable {
     public IoLoop ioLoop(int index) {
         if (loops.length == 0) {
             throw new IllegalStateException("this Rdma has no IO loops (Builder.ioLoops): "
-                    + (io[0].isInline() ? "it is INLINE (poll())" : "its IO threads drive it"));
+                    + (io.isInline() ? "it is INLINE (poll())" : "its IO threads drive it"));
         }
-        java.util.Objects.checkIndex(index, loops.length);
+        Objects.checkIndex(index, loops.length);
         return loops[index];
     }
 
@@ -332,36 +245,15 @@ public final class Rdma implements AutoCloseable {
      * affinity.
      */
     public int[] ioThreadIds() {
-        if (io[0].isInline()) {
-            return new int[0];
-        }
-        int[] ids = new int[io.length];
-        for (int i = 0; i < io.length; i++) {
-            ids[i] = io[i].tid();
-        }
-        return ids;
+        return io.threadIds();
     }
 
-    /** The IO of a single-threaded instance ({@link Builder#singleThreaded}), whose thread alone may post; else null. */
-    IoThread confinedIo() {
-        return io[0].isConfined() ? io[0] : null;
-    }
-
-    /** Waits for {@code f} (a control-path step), driving progress meanwhile in INLINE mode. */
-    <T> T await(CompletableFuture<T> f, java.time.Duration timeout) {
-        try {
-            return io[0].await(f, timeout.toNanos());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new RdmaException("interrupted while waiting");
-        } catch (java.util.concurrent.TimeoutException e) {
-            throw new RdmaTimeoutException("did not complete within " + timeout);
-        } catch (java.util.concurrent.ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException r) {
-                throw r;
-            }
-            throw new RdmaException(e.getCause().toString(), e.getCause());
-        }
+    /**
+     * {@return whether the calling thread is one of this instance's IO threads: callbacks run there, and a
+     * callback must not block it (close from one returns without waiting for the teardown)}
+     */
+    public boolean isIoThread() {
+        return io.isIoThread();
     }
 
     // ---------------------------------------------------------------- memory
@@ -375,7 +267,7 @@ public final class Rdma implements AutoCloseable {
      * @throws IllegalArgumentException when {@code size} is not positive
      */
     public LocalRegion allocate(long size) {
-        return allocate(size, true, "allocate");
+        return pooled(memory.allocate("allocate", size, true));
     }
 
     /**
@@ -388,16 +280,11 @@ public final class Rdma implements AutoCloseable {
      * @return the region; close it to give the memory back
      */
     public LocalRegion allocateUninitialized(long size) {
-        return allocate(size, false, "allocateUninitialized");
+        return pooled(memory.allocate("allocateUninitialized", size, false));
     }
 
-    private LocalRegion allocate(long size, boolean zero, String op) {
-        checkOpen();
-        if (size <= 0) {
-            throw new IllegalArgumentException(op + ": size must be positive, not " + size);
-        }
-        PooledBlock block = pool.allocate(size, zero);
-        return track(new LocalRegion(block.segment(), block.registration(), block, this, true));
+    private LocalRegion pooled(PooledBlock block) {
+        return live.track(new LocalRegion(block.segment(), block.registration(), block, this, true));
     }
 
     /**
@@ -413,8 +300,7 @@ public final class Rdma implements AutoCloseable {
      *         without LOCAL_WRITE, and for remote rights beyond {@link Builder#maxRemoteAccess}
      */
     public LocalRegion register(MemorySegment segment, Access... access) {
-        int bits = checkRegistrable("register", segment, access);
-        return registered(new LocalRegion(segment, registrations.register(segment, bits), null, this, false), "register");
+        return registered(segment, memory.register(segment, Access.bits(access)), "register");
     }
 
     /**
@@ -429,9 +315,7 @@ public final class Rdma implements AutoCloseable {
      *         providers), naming the device and the capability
      */
     public LocalRegion registerOnDemand(MemorySegment segment, Access... access) {
-        int bits = checkRegistrable("registerOnDemand", segment, access);
-        return registered(new LocalRegion(segment, device.registerOnDemand(segment, bits), null, this, false),
-                "registerOnDemand");
+        return registered(segment, memory.registerOnDemand(segment, Access.bits(access)), "registerOnDemand");
     }
 
     /**
@@ -444,9 +328,8 @@ public final class Rdma implements AutoCloseable {
      * @throws UnsupportedCapabilityException when the device has no implicit ODP
      */
     public LocalRegion registerAddressSpaceOnDemand() {
-        checkOpen();
-        MemoryRegistration r = device.registerImplicitOnDemand(AccessFlags.LOCAL_WRITE);
-        return registered(new LocalRegion(r.memory(), r, null, this, false), "registerAddressSpaceOnDemand");
+        MemoryRegistration r = memory.registerAddressSpaceOnDemand();
+        return registered(r.memory(), r, "registerAddressSpaceOnDemand");
     }
 
     /**
@@ -461,163 +344,31 @@ public final class Rdma implements AutoCloseable {
      *         user-space call for it; the message names the device
      */
     public LocalRegion registerPhysical(long physicalAddress, long length, Access... access) {
-        checkOpen();
-        if (length <= 0) {
-            throw new IllegalArgumentException("registerPhysical: length must be positive, not " + length);
-        }
-        MemoryRegistration r = device.registerPhysical(physicalAddress, length, Access.bits(access));
-        return registered(new LocalRegion(r.memory(), r, null, this, false), "registerPhysical");
+        MemoryRegistration r = memory.registerPhysical(physicalAddress, length, Access.bits(access));
+        return registered(r.memory(), r, "registerPhysical");
     }
 
-    /** Tracks {@code r}, which {@code what} registered, and records its RegionRegistered event. */
-    private LocalRegion registered(LocalRegion r, String what) {
-        track(r);
-        JrdmaEvents.regionRegistered(r.address(), r.length(), AccessFlags.names(r.resources().registration.access()), what,
-                deviceName());
-        return r;
-    }
-
-    /** The checks of {@link #register}; returns the access bits. */
-    private int checkRegistrable(String op, MemorySegment segment, Access... access) {
-        checkOpen();
-        Objects.requireNonNull(segment, "segment");
-        if (!segment.isNative()) {
-            throw new IllegalArgumentException(op + ": only native memory can be registered (an Arena's, or a mapped file's), not a heap segment");
-        }
-        int bits = Access.bits(access);
-        if ((bits & (Access.REMOTE_WRITE.bit | Access.REMOTE_ATOMIC.bit)) != 0 && (bits & Access.LOCAL_WRITE.bit) == 0) {
-            throw new IllegalArgumentException(op + ": REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE too (a verbs rule)");
-        }
-        int beyond = bits & REMOTE_ACCESS & ~maxRemoteAccess;
-        if (beyond != 0) {
-            throw new IllegalArgumentException(op + ": " + AccessFlags.names(beyond)
-                    + " is beyond what this Rdma lets peers have (maxRemoteAccess " + AccessFlags.names(maxRemoteAccess) + ")");
-        }
-        return bits;
-    }
-
-    /**
-     * {@return whether the calling thread is one of this instance's IO threads: callbacks run there, and a
-     * callback must not block it (close from one returns without waiting for the teardown)}
-     */
-    public boolean isIoThread() {
-        for (IoThread t : io) {
-            if (t.inThisThread()) {
-                return true;
-            }
-        }
-        return false;
+    /** A region of {@code segment} over {@code r}, which {@code what} registered: tracked, and its RegionRegistered event recorded. */
+    private LocalRegion registered(MemorySegment segment, MemoryRegistration r, String what) {
+        LocalRegion region = live.track(new LocalRegion(segment, r, null, this, false));
+        memory.registered(region.address(), region.length(), region.resources().registration, what);
+        return region;
     }
 
     /** {@return whether the pool got huge pages ({@link Builder#hugePages}) for any of its memory} */
     public boolean hugePagesInUse() {
-        return pool.hugePagesInUse();
-    }
-
-    /** The remote rights a region may grant ({@link Builder#maxRemoteAccess}), as access bits. */
-    int maxRemoteAccessBits() {
-        return maxRemoteAccess;
-    }
-
-    /** A registration of {@code segment} for peers (a pooled region's exposure). */
-    MemoryRegistration registerExposure(MemorySegment segment, int access) {
-        checkOpen();
-        return device.register(segment, access);
-    }
-
-    /** A registration of {@code segment} that only the peer of {@code qp} may use. */
-    Device device() {
-        return device;
-    }
-
-    /** Whether {@code toRemoteFor} binds memory windows here (verbs with type 2B windows). */
-    boolean bindsWindows() {
-        return device.bindsWindows();
-    }
-
-    MemoryRegistration registerExposureFor(QueuePair qp, MemorySegment segment, int access) {
-        checkOpen();
-        return device.registerFor(qp, segment, access);
-    }
-
-    /** Runs {@code end} after {@code after} on the lease timer (a thread started by the first lease, ended by close). */
-    void scheduleLeaseEnd(java.time.Duration after, Runnable end) {
-        java.util.concurrent.ScheduledExecutorService timer;
-        synchronized (this) {
-            checkOpen();
-            if (leaseTimer == null) {
-                java.util.concurrent.ScheduledThreadPoolExecutor t = new java.util.concurrent.ScheduledThreadPoolExecutor(1, r -> {
-                    Thread th = new Thread(r, "jrdma-leases-" + device.name());
-                    th.setDaemon(true);
-                    return th;
-                });
-                t.setRemoveOnCancelPolicy(true);
-                leaseTimer = t;
-            }
-            timer = leaseTimer;
-        }
-        timer.schedule(() -> {
-            try {
-                end.run();
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "ending a lease failed", e);
-            }
-        }, Math.max(1, after.toNanos()), TimeUnit.NANOSECONDS);
-    }
-
-    void untrack(RegionResources r) {
-        regions.remove(r);
-        RegionLeak leak = r.leak;
-        if (leak != null) {
-            watched.remove(leak);
-            leak.clear();
-        }
-    }
-
-    private LocalRegion track(LocalRegion r) {
-        regions.add(r.resources());
-        if (leakDetection) {
-            reportLeaks();
-            RegionLeak leak = new RegionLeak(r, collected);
-            r.resources().leak = leak;
-            watched.add(leak);
-        }
-        return r;
+        return memory.hugePagesInUse();
     }
 
     /**
-     * Logs each region that was garbage-collected without {@link LocalRegion#close()}, with where it
-     * was made; its memory stays registered until this {@code Rdma} closes (releasing it earlier
-     * could hand it to another region while an operation still targets it). Runs when a region
-     * is made and at close; returns the stack of each it reported.
+     * Logs each region that was garbage-collected without {@link LocalRegion#close()}; returns the
+     * stack of each it reported (for tests: {@link LiveObjects#reportLeaks}).
      */
-    java.util.List<Throwable> reportLeaks() {
-        java.util.List<Throwable> found = new java.util.ArrayList<>();
-        java.lang.ref.Reference<? extends LocalRegion> ref;
-        while ((ref = collected.poll()) != null) {
-            RegionLeak leak = (RegionLeak) ref;
-            if (watched.remove(leak) && !leak.resources.isClosed()) {
-                found.add(leak.madeAt);
-                LOG.log(System.Logger.Level.WARNING, "leak: " + leak.resources + " was garbage-collected without close();"
-                        + " its memory stays registered until the Rdma closes. It was made here:", leak.madeAt);
-            }
-        }
-        return found;
+    List<Throwable> reportLeaks() {
+        return live.reportLeaks();
     }
 
-    /** Watches one region for leak detection: enqueued once the region is unreachable. */
-    static final class RegionLeak extends java.lang.ref.PhantomReference<LocalRegion> {
-        final RegionResources resources;
-        final Throwable madeAt;
-
-        RegionLeak(LocalRegion region, java.lang.ref.ReferenceQueue<LocalRegion> queue) {
-            super(region, queue);
-            this.resources = region.resources();
-            this.madeAt = new Throwable(resources + " was made here");
-        }
-    }
-
-    // ---------------------------------------------------------------- shared receive queues
+    // ---------------------------------------------------------------- shared receive queues, datagrams
 
     /**
      * A pool of {@code buffers} receive buffers of {@code bufferSize} bytes that connections of
@@ -635,10 +386,10 @@ public final class Rdma implements AutoCloseable {
      * @throws IllegalArgumentException                            for values out of range
      */
     public SharedReceiveQueue sharedReceiveQueue(int buffers, int bufferSize, int capacity) {
-        checkOpen();
+        live.checkOpen();
         // A device without them refuses in Device.createSrq, naming itself.
         SharedReceiveQueue q = new SharedReceiveQueue(this, device, buffers, bufferSize, capacity);
-        sharedQueues.add(q);
+        live.add(q);
         return q;
     }
 
@@ -694,50 +445,7 @@ public final class Rdma implements AutoCloseable {
      * @return the endpoint
      */
     public DatagramEndpoint datagramEndpoint(InetSocketAddress bind, int receiveBuffers, int sendDepth, int maxSenders) {
-        checkOpen();
-        DatagramEndpoint.checkMaxSenders(maxSenders);
-        if (bind == null || bind.isUnresolved()) {
-            throw new IllegalArgumentException("datagramEndpoint needs a resolved address to bind, not " + bind);
-        }
-        if (receiveBuffers < 1 || receiveBuffers > 65536) {
-            throw new IllegalArgumentException("receiveBuffers must be 1 to 65536, not " + receiveBuffers);
-        }
-        if (sendDepth < 1 || sendDepth > 4096) {
-            throw new IllegalArgumentException("sendDepth must be 1 to 4096, not " + sendDepth);
-        }
-        IoThread t = pickIo();
-        CompletionChannel ch = channels[indexOf(t)];
-        CompletableFuture<DatagramQueuePair> opened = new CompletableFuture<>();
-        io[0].execute(() -> {
-            try {
-                opened.complete(cm.openDatagram(bind, ch, sendDepth, receiveBuffers));
-            } catch (RuntimeException e) {
-                opened.completeExceptionally(e);
-            }
-        });
-        DatagramQueuePair qp = await(opened, CONTROL_TIMEOUT);
-        DatagramEndpoint e;
-        try {
-            e = new DatagramEndpoint(this, t, qp, receiveBuffers, CONTROL_TIMEOUT.dividedBy(3), maxSenders);
-        } catch (RuntimeException x) {
-            io[0].execute(qp::close);
-            throw x;
-        }
-        datagramEndpoints.add(e);
-        return e;
-    }
-
-    void datagramEndpointClosed(DatagramEndpoint e) {
-        datagramEndpoints.remove(e);
-    }
-
-    void sharedReceiveQueueClosed(SharedReceiveQueue q) {
-        sharedQueues.remove(q);
-    }
-
-    /** Runs {@code task} on IO thread 0 (control callbacks: the low-water one of a shared receive queue). */
-    void onControlThread(Runnable task) {
-        io[0].execute(task);
+        return control.datagramEndpoint(bind, receiveBuffers, sendDepth, maxSenders);
     }
 
     // ---------------------------------------------------------------- connections
@@ -763,56 +471,7 @@ public final class Rdma implements AutoCloseable {
      * @return the server; close it to stop listening
      */
     public RdmaServer listen(InetSocketAddress address, ConnectionConfig config, Consumer<Connection> onAccept) {
-        checkOpen();
-        Objects.requireNonNull(address, "address");
-        Objects.requireNonNull(onAccept, "onAccept");
-        checkConfig(config);
-        CompletableFuture<RdmaServer> f = new CompletableFuture<>();
-        io[0].execute(() -> {
-            try {
-                CmListener l = cm.listen(address, LISTEN_BACKLOG);
-                RdmaServer s = new RdmaServer(this, l, config, onAccept);
-                servers.add(s);
-                String warning = exposureWarning(l.address(), config);
-                if (warning != null) {
-                    LOG.log(System.Logger.Level.WARNING, warning);
-                }
-                f.complete(s);
-            } catch (RuntimeException e) {
-                f.completeExceptionally(e);
-            }
-        });
-        return await(f, CONTROL_TIMEOUT);
-    }
-
-    /**
-     * What {@link #listen} warns of (once per listener), or null: a listener that other hosts can
-     * reach and that asks no auth token lets anyone who reaches the port connect.
-     */
-    static String exposureWarning(InetSocketAddress bound, ConnectionConfig config) {
-        if (bound.getAddress().isLoopbackAddress() || config.authTokenRef().length > 0) {
-            return null;
-        }
-        return "listening on " + bound + " without an auth token: anyone who can reach this port can connect, send"
-                + " messages, and read, write and run atomics on every region whose descriptor (address, length, key)"
-                + " it is given or guesses; set ConnectionConfig.authToken to refuse other clients. The token travels"
-                + " in clear and can be replayed: across networks you do not trust, run jrdma inside a VPN or IPsec"
-                + " (see the README's security section)";
-    }
-
-    /** The longest a control step on the IO thread (listen, close) may take. */
-    private static final java.time.Duration CONTROL_TIMEOUT = java.time.Duration.ofSeconds(30);
-
-    void closeServer(RdmaServer s) {
-        servers.remove(s);
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        io[0].execute(() -> {
-            s.listener.close();
-            done.complete(null);
-        });
-        if (!io[0].inThisThread()) {
-            await(done, CONTROL_TIMEOUT);
-        }
+        return control.listen(address, config, onAccept);
     }
 
     /**
@@ -835,7 +494,7 @@ public final class Rdma implements AutoCloseable {
      */
     public Connection connect(InetSocketAddress address, ConnectionConfig config) {
         // connectAsync's future ends by the timeout itself; the margin is for the IO thread.
-        return await(connectAsync(address, config), config.timeout().plusSeconds(5));
+        return io.await(connectAsync(address, config), config.timeout().plusSeconds(5));
     }
 
     /**
@@ -846,7 +505,7 @@ public final class Rdma implements AutoCloseable {
      * @return a future of the connection, once established; exceptionally with why it could not be
      */
     public CompletableFuture<Connection> connectAsync(InetSocketAddress address, ConnectionConfig config) {
-        return connectLife(address, config, null, null);
+        return control.connect(address, config, null, null);
     }
 
     /**
@@ -864,249 +523,51 @@ public final class Rdma implements AutoCloseable {
         if (loop.rdma() != this) {
             throw new IllegalArgumentException("connectAsync: " + loop + " belongs to another Rdma");
         }
-        return connectLife(address, config, null, loop.io());
-    }
-
-    /** Connects; for a reconnect, the new connection is a further life of {@code handle}. */
-    CompletableFuture<Connection> connectLife(InetSocketAddress address, ConnectionConfig config, Connection handle) {
-        // A further life stays on the first one's IO thread: its callbacks keep their thread.
-        return connectLife(address, config, handle, handle == null ? null : handle.io);
-    }
-
-    private CompletableFuture<Connection> connectLife(InetSocketAddress address, ConnectionConfig config, Connection handle,
-                                                      IoThread on) {
-        checkOpen();
-        Objects.requireNonNull(address, "address");
-        Objects.requireNonNull(config, "config");
-        checkConfig(config);
-        IoThread t = on != null ? on : pickIo();
-        Connection c = new Connection(this, t, config, address, null, handle);
-        connections.add(c);
-        int timeoutMs = (int) config.timeout().toMillis();
-        io[0].execute(() -> c.life.connect(device, channels[indexOf(t)], cm));
-        // A timer of its own, not orTimeout on the future itself: that would fail it with a bare
-        // TimeoutException before failConnect could give the reason (and clean up). It is
-        // dropped as soon as the connect ends either way.
-        CompletableFuture<Void> timer = new CompletableFuture<>();
-        c.life.connected.whenComplete((v, e) -> timer.complete(null));
-        timer.orTimeout(timeoutMs, TimeUnit.MILLISECONDS).exceptionally(e -> {
-            if (e instanceof java.util.concurrent.TimeoutException && !closed) {
-                io[0].execute(() -> c.life.failConnect(new RdmaTimeoutException("connecting to " + address
-                        + " did not complete within " + config.timeout())));
-            }
-            return null;
-        });
-        return c.life.connected;
-    }
-
-    private IoThread pickIo() {
-        return io[Math.floorMod(nextIo.getAndIncrement(), io.length)];
-    }
-
-    int indexOf(IoThread t) {
-        for (int i = 0; i < io.length; i++) {
-            if (io[i] == t) {
-                return i;
-            }
-        }
-        throw new IllegalStateException();
-    }
-
-    /** Released connections whose receive buffers wait for lent messages to close; freed at close at the latest. */
-    private final Set<Connection> holdingMemory = ConcurrentHashMap.newKeySet();
-
-    void memoryHeld(Connection c) {
-        holdingMemory.add(c);
-        if (closed) {
-            c.freeMemory();
-        }
-    }
-
-    void memoryFreed(Connection c) {
-        holdingMemory.remove(c);
-    }
-
-    void forget(Connection c) {
-        connections.remove(c);
-        byQpNum.values().remove(c);
-    }
-
-    void queuePairCreated(int qpNum, Connection c) {
-        byQpNum.put(qpNum, c);
-    }
-
-    /** On IO thread 0: a fatal event fails its connection (or all, for the device), then the listener hears of it. */
-    private void onDeviceEvent(String type, boolean fatal, int qpNum, int port) {
-        Connection c = qpNum < 0 ? null : byQpNum.get(qpNum);
-        if (qpNum >= 0 && c == null) {
-            return;   // another instance's QP on the same device
-        }
-        LOG.log(fatal ? System.Logger.Level.WARNING : System.Logger.Level.INFO, "{0}: {1}{2}{3}", device.name(), type,
-                port >= 0 ? " on port " + port : "", c != null ? " for " + c : "");
-        if (port >= 0 && type.equals("IBV_EVENT_PORT_ACTIVE")) {
-            portUps.merge(port, 1L, Long::sum);
-        } else if (port >= 0 && type.equals("IBV_EVENT_PORT_ERR")) {
-            // A device must fail what is outstanding on a dead link within its retry budget; one that stalls is made to.
-            long ups = portUps.getOrDefault(port, 0L);
-            java.util.Map<Integer, Long> upsNow = portUps;   // not this Rdma: a pending check holds only the map
-            java.util.function.BooleanSupplier stillDown = () -> upsNow.getOrDefault(port, 0L) == ups;
-            String name = device.name();
-            for (Connection each : connections) {
-                try {
-                    each.io.execute(() -> each.life.portWentDown(name, port, stillDown));
-                } catch (RuntimeException e) {   // its IO thread closed meanwhile
-                    LOG.log(System.Logger.Level.DEBUG, "port {0} down: {1}", port, e.toString());
-                }
-            }
-        }
-        if (fatal) {
-            String why = device.name() + " reported " + type + (c != null ? " for the QP " + qpNum : "");
-            if (c != null) {
-                c.io.execute(() -> c.life.deviceFailed(why));
-            } else if (type.equals("IBV_EVENT_DEVICE_FATAL")) {
-                for (Connection each : connections) {
-                    each.io.execute(() -> each.life.deviceFailed(why));
-                }
-            }
-        }
-        Consumer<DeviceEvent> l = onDeviceEvent;
-        if (l != null) {
-            try {
-                l.accept(new DeviceEvent(device.name(), type, fatal, port, qpNum, c == null ? null : c.handle()));
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "the device event listener threw", e);
-            }
-        }
-    }
-
-    java.util.function.LongSupplier clock() {
-        return clock;
-    }
-
-    /** Acknowledges pending CQ events of an IO thread's channel (before a CQ is destroyed). */
-    void drainCompletionEvents(IoThread t) {
-        channels[indexOf(t)].drainEvents();
-    }
-
-    /** The rdma_cm events, on IO thread 0. */
-    private final class CmHandler implements CmEventHandler {
-        @Override
-        public void onConnectRequest(CmListener listener, CmEndpoint request, byte[] privateData) {
-            RdmaServer server = null;
-            for (RdmaServer s : servers) {
-                if (s.listener == listener) {
-                    server = s;
-                }
-            }
-            if (server == null || server.isClosed() || closed) {
-                request.reject(Handshake.rejection("the server is closing"));
-                request.close();
-                return;
-            }
-            Handshake peer = Handshake.decode(privateData);
-            String refusal = acceptPolicy.refusal(request.remoteAddress(), server.config.authTokenRef(), peer.token(),
-                    connections.size(), Rdma.this::fromSource);
-            if (refusal != null) {
-                request.reject(Handshake.rejection(refusal));
-                request.close();
-                return;
-            }
-            IoThread t = pickIo();
-            Connection c = new Connection(Rdma.this, t, server.config, request.remoteAddress(), server);
-            connections.add(c);
-            c.life.accept(request, peer, device, channels[indexOf(t)]);
-        }
-
-        @Override
-        public void onEstablished(CmEndpoint endpoint, byte[] privateData) {
-            if (endpoint.attachment() instanceof Connection c) {
-                c.life.onEstablished(privateData);
-            }
-        }
-
-        @Override
-        public void onRejected(CmEndpoint endpoint, int status, byte[] privateData) {
-            if (endpoint.attachment() instanceof Connection c) {
-                c.life.onRejected(status, privateData);
-            }
-        }
-
-        @Override
-        public void onError(CmEndpoint endpoint, String what, int status) {
-            if (endpoint.attachment() instanceof Connection c) {
-                c.life.onConnectError(what, status);
-            }
-        }
-
-        @Override
-        public void onDisconnected(CmEndpoint endpoint) {
-            if (endpoint.attachment() instanceof Connection c) {
-                c.io.execute(c.life::peerDisconnected);
-            }
-        }
-
-        @Override
-        public byte[] rejection(String reason) {
-            return Handshake.rejection(reason);
-        }
-
-        @Override
-        public void onPeerOffence(CmEndpoint endpoint, String what) {
-            if (endpoint.attachment() instanceof Connection c && c.server != null) {
-                acceptPolicy.offended(endpoint.remoteAddress());   // only a server's peers: a client chose its server
-            }
-        }
+        return control.connect(address, config, null, loop.io());
     }
 
     /** Accepted connections not yet established (their handshake under way), for tests: a scan; any thread. */
     int acceptedConnecting() {
-        int n = 0;
-        for (Connection c : connections) {
-            if (c.server != null && c.state() == ConnectionState.CONNECTING) {
-                n++;
-            }
-        }
-        return n;
+        return live.acceptedConnecting();
     }
 
-    /** How many connections this instance's servers hold from {@code source} (the control path: a scan). */
-    private int fromSource(SourceAddress source) {
-        int n = 0;
-        for (Connection c : connections) {
-            InetSocketAddress a = c.remoteAddress();
-            if (c.server != null && a != null && source.equals(SourceAddress.of(a.getAddress()))) {
-                n++;
-            }
-        }
-        return n;
+    // ---------------------------------------------------------------- the engine, for the API's classes
+
+    /** {@return the IO threads: pick one, find its channel, run a control step on IO thread 0, await one} */
+    IoThreads io() {
+        return io;
     }
 
-    /** The accept policy's record of failed attempts and offences by source, or null when off (tests read its counts). IO thread 0. */
-    SourcePenalties penalties() {
-        return acceptPolicy.penalties();
+    /** {@return the control steps: listen, connect, close a server, open a datagram endpoint} */
+    ControlSteps control() {
+        return control;
+    }
+
+    /** {@return the registry of what this instance made (connections, regions, queues, endpoints)} */
+    LiveObjects live() {
+        return live;
+    }
+
+    /** {@return what registers memory here, and the remote rights a region may grant} */
+    MemoryRegistrar memory() {
+        return memory;
+    }
+
+    /** {@return the timer that ends leases} */
+    LeaseTimer leases() {
+        return leases;
+    }
+
+    Device device() {
+        return device;
+    }
+
+    LongSupplier clock() {
+        return clock;
     }
 
     boolean isClosed() {
-        return closed;
-    }
-
-    /** A config fits the device, and a shared receive queue it names is this instance's and open. */
-    private void checkConfig(ConnectionConfig config) {
-        config.validateFor(device.capabilities(), device.name());
-        SharedReceiveQueue q = config.sharedReceiveQueue();
-        if (q != null && q.rdma() != this) {
-            throw new IllegalArgumentException("the config's " + q + " belongs to another Rdma instance (a shared receive"
-                    + " queue serves connections of the Rdma that made it)");
-        }
-        if (q != null && !sharedQueues.contains(q)) {
-            throw new IllegalStateException("the config's shared receive queue is closed");
-        }
-    }
-
-    private void checkOpen() {
-        if (closed) {
-            throw new IllegalStateException("this Rdma instance is closed");
-        }
+        return live.isClosed();
     }
 
     /**
@@ -1117,75 +578,7 @@ public final class Rdma implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (closed) {
-            return;
-        }
-        for (IoThread t : io) {
-            Thread driver = t.boundDriver();
-            if (driver != null && driver != Thread.currentThread() && driver.isAlive()) {
-                throw new IllegalStateException("cannot close: " + t.name() + " is still driven by thread \""
-                        + driver.getName() + "\"; stop its driver (unbind the IoLoop) first");
-            }
-        }
-        closed = true;
-        for (RdmaServer s : List.copyOf(servers)) {
-            s.close();
-        }
-        for (Connection c : List.copyOf(connections)) {
-            try {
-                c.close();
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "closing " + c, e);
-            }
-        }
-        for (DatagramEndpoint e : List.copyOf(datagramEndpoints)) {
-            try {
-                e.close();
-            } catch (RuntimeException x) {
-                LOG.log(System.Logger.Level.WARNING, "closing " + e, x);
-            }
-        }
-        CompletableFuture<Void> cmClosed = new CompletableFuture<>();
-        io[0].execute(() -> {
-            cm.close();
-            cmClosed.complete(null);
-        });
-        await(cmClosed, CONTROL_TIMEOUT);
-        for (IoThread t : io) {
-            t.close();
-        }
-        for (CompletionChannel ch : channels) {
-            ch.close();
-        }
-        java.util.concurrent.ScheduledExecutorService timer;
-        synchronized (this) {
-            timer = leaseTimer;
-            leaseTimer = null;
-        }
-        if (timer != null) {
-            timer.shutdownNow();
-            try {
-                if (!timer.awaitTermination(10, TimeUnit.SECONDS)) {
-                    LOG.log(System.Logger.Level.WARNING, "the lease timer did not stop within 10 s");
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        if (leakDetection) {
-            reportLeaks();
-        }
-        for (RegionResources r : List.copyOf(regions)) {
-            r.close();
-        }
-        for (Connection c : List.copyOf(holdingMemory)) {
-            c.freeMemory();   // messages still open: their data is gone with the Rdma
-        }
-        for (SharedReceiveQueue q : List.copyOf(sharedQueues)) {
-            q.closeWithRdma();   // after its connections' QPs are gone, before the device's PD
-        }
-        pool.close();
-        device.close();
+        live.close(io, leases, memory, device);
     }
 
     /** How an {@link Rdma} is made. Setters return this; {@link #build()} checks and opens. */
@@ -1193,7 +586,7 @@ public final class Rdma implements AutoCloseable {
         private String provider = "auto";
         /** A provider instance instead of one found by name: for tests (a fake that they drive). */
         private Provider providerInstance;
-        private java.util.function.LongSupplier clock = System::nanoTime;
+        private LongSupplier clock = System::nanoTime;
         private String device;
         private CompletionMode completionMode = CompletionMode.ADAPTIVE;
         private int ioThreads = 1;
@@ -1201,7 +594,7 @@ public final class Rdma implements AutoCloseable {
         private boolean singleThreaded;
         private int[] cpus = new int[0];
         private Consumer<DeviceEvent> onDeviceEvent;
-        private int maxRemoteAccess = REMOTE_ACCESS;
+        private int maxRemoteAccess = AccessFlags.REMOTE_MASK;
         private long memoryBudget;
         private boolean leakDetection = Boolean.getBoolean("jrdma.leakDetection");
         private boolean hugePages;
@@ -1209,8 +602,8 @@ public final class Rdma implements AutoCloseable {
         /** 0: the default, 1024 or a quarter of maxConnections if that is more (never more than maxConnections). */
         private int maxConnectionsPerSource;
         private int maxPendingHandshakes = ConnectionLimits.DEFAULTS.maxPendingHandshakes();
-        private java.time.Duration handshakeTimeout = java.time.Duration.ofNanos(ConnectionLimits.DEFAULTS.handshakeTimeoutNanos());
-        private java.time.Duration idleTimeout = java.time.Duration.ofNanos(ConnectionLimits.DEFAULT_IDLE_TIMEOUT_NANOS);
+        private Duration handshakeTimeout = Duration.ofNanos(ConnectionLimits.DEFAULTS.handshakeTimeoutNanos());
+        private Duration idleTimeout = Duration.ofNanos(ConnectionLimits.DEFAULT_IDLE_TIMEOUT_NANOS);
         private boolean sourcePenalties = true;
 
         private Builder() {
@@ -1300,7 +693,7 @@ public final class Rdma implements AutoCloseable {
          * @param timeout the time, positive
          * @return this builder
          */
-        public Builder handshakeTimeout(java.time.Duration timeout) {
+        public Builder handshakeTimeout(Duration timeout) {
             if (timeout.isNegative() || timeout.isZero()) {
                 throw new IllegalArgumentException("handshakeTimeout must be positive, not " + timeout);
             }
@@ -1323,7 +716,7 @@ public final class Rdma implements AutoCloseable {
          * @param timeout the time, or zero for none
          * @return this builder
          */
-        public Builder idleTimeout(java.time.Duration timeout) {
+        public Builder idleTimeout(Duration timeout) {
             if (timeout.isNegative()) {
                 throw new IllegalArgumentException("idleTimeout must be zero (none) or positive, not " + timeout);
             }
@@ -1388,9 +781,9 @@ public final class Rdma implements AutoCloseable {
          */
         public Builder maxRemoteAccess(Access... rights) {
             int bits = Access.bits(rights);
-            if ((bits & ~REMOTE_ACCESS) != 0) {
+            if ((bits & ~AccessFlags.REMOTE_MASK) != 0) {
                 throw new IllegalArgumentException("maxRemoteAccess takes remote rights (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC), not "
-                        + AccessFlags.names(bits & ~REMOTE_ACCESS));
+                        + AccessFlags.names(bits & ~AccessFlags.REMOTE_MASK));
             }
             maxRemoteAccess = bits;
             return this;
@@ -1415,7 +808,7 @@ public final class Rdma implements AutoCloseable {
         }
 
         /** The time deadlines are measured in (System.nanoTime): a test that moves it sees time-outs at once. */
-        Builder clock(java.util.function.LongSupplier nanoClock) {
+        Builder clock(LongSupplier nanoClock) {
             clock = Objects.requireNonNull(nanoClock, "clock");
             return this;
         }
@@ -1529,53 +922,35 @@ public final class Rdma implements AutoCloseable {
          * The provider asked for, opened; for {@code auto}: verbs when it has a device that opens,
          * else tcp, saying why verbs was passed over in {@link Rdma#providerChoice()} (and the log, at DEBUG).
          */
-        Chosen chooseAndOpen() {
-            if (providerInstance != null) {
-                return new Chosen(providerInstance, providerInstance.open(device), provider + ", given");
-            }
-            List<Provider> all = Providers.all();
-            if (provider.equals("auto")) {
-                String whyNotVerbs = "it is not in this build";
-                for (Provider p : all) {
-                    if (p.name().equals("verbs")) {
-                        ProviderUnavailableException cause = p.unavailabilityCause();
-                        if (cause == null) {
-                            try {
-                                return new Chosen(p, p.open(device), "auto: verbs, device up");
-                            } catch (RdmaException e) {
-                                whyNotVerbs = e.getMessage();
-                            }
-                        } else {
-                            whyNotVerbs = cause.getMessage();
-                        }
-                    }
-                }
-                // shm is tcp plus direct access to peers of this host, so it serves every peer.
-                for (String software : List.of("shm", "tcp")) {
-                    for (Provider p : all) {
-                        if (p.name().equals(software) && p.isAvailable()) {
-                            String reason = "auto: " + software + (software.equals("shm")
-                                    ? " (direct shared memory to peers on this host, tcp to the others)" : "")
-                                    + ", because verbs cannot be used here: " + whyNotVerbs;
-                            LOG.log(System.Logger.Level.DEBUG, "jrdma chose the {0}", reason);
-                            return new Chosen(p, p.open(null), reason);
-                        }
-                    }
-                }
-                throw new ProviderUnavailableException("auto", "no provider can run here; verbs: " + whyNotVerbs);
-            }
-            List<String> names = new ArrayList<>();
-            for (Provider p : all) {
-                names.add(p.name());
-                if (p.name().equals(provider)) {
-                    ProviderUnavailableException cause = p.unavailabilityCause();
-                    if (cause != null) {
-                        throw cause;
-                    }
-                    return new Chosen(p, p.open(device), provider + ", as asked");
-                }
-            }
-            throw new ProviderUnavailableException(provider, "no such provider; providers here: " + names);
+        ProviderSelection chooseAndOpen() {
+            return ProviderSelection.open(provider, providerInstance, device);
+        }
+
+        /** The IO threads (or loops) asked for. */
+        IoPlan ioPlan() {
+            boolean pollingOnly = ioLoops == 0 && (ioThreads == INLINE || completionMode == CompletionMode.POLLING);
+            return new IoPlan(ioThreads, ioLoops, singleThreaded, idleWait(completionMode), pollingOnly, cpus);
+        }
+
+        /** The IO thread's side of a completion mode. */
+        private static IdleWait idleWait(CompletionMode mode) {
+            return switch (mode) {
+                case POLLING -> IdleWait.SPIN;
+                case EVENT -> IdleWait.SLEEP;
+                case ADAPTIVE -> IdleWait.SPIN_THEN_SLEEP;
+            };
+        }
+
+        /** The connection manager's limits on handshakes and idle connections. */
+        ConnectionLimits connectionLimits() {
+            return new ConnectionLimits(maxPendingHandshakes, handshakeTimeout.toNanos(), idleTimeout.toNanos());
+        }
+
+        /** The accept policy of the servers: the source penalties, maxConnections, maxConnectionsPerSource. */
+        AcceptPolicy acceptPolicy() {
+            return new AcceptPolicy(sourcePenalties ? new SourcePenalties() : null, maxConnections,
+                    maxConnectionsPerSource > 0 ? maxConnectionsPerSource
+                            : Math.min(maxConnections, Math.max(1024, maxConnections / 4)));
         }
 
         /**

@@ -56,7 +56,7 @@ public final class RdmaServer implements AutoCloseable {
             return;
         }
         closed = true;
-        rdma.closeServer(this);
+        rdma.control().closeServer(this);
         for (Connection c : List.copyOf(connections)) {
             c.close();
         }

@@ -330,7 +330,7 @@ final class ReceiveQueue {
         if (memory != null) {
             memory.close();
             memory = null;
-            connection.rdma().memoryFreed(connection);
+            connection.rdma().live().memoryFreed(connection);
         }
     }
 }

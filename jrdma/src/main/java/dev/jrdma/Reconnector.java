@@ -168,7 +168,7 @@ final class Reconnector {
         }
         CompletableFuture<Connection> f;
         try {
-            f = rdma.connectLife(address, config, handle);
+            f = rdma.control().connectLife(address, config, handle);
         } catch (RuntimeException e) {   // the Rdma closed, or the config no longer fits the device
             failedAttempt(e);
             return;

@@ -1,6 +1,7 @@
 package dev.jrdma;
 
 import dev.jrdma.runtime.IoThread;
+import dev.jrdma.engine.region.LeakDetector;
 import dev.jrdma.jfr.JrdmaEvents;
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.MemoryRegistration;
@@ -72,10 +73,10 @@ final class RegionResources {
      */
     private volatile AtomicInteger ownerGate;
     /** The leak detector's reference to the region, when leak detection is on. */
-    volatile Rdma.RegionLeak leak;
+    volatile LeakDetector.Watch<RegionResources> leak;
 
     RegionResources(MemorySegment segment, MemoryRegistration registration, AutoCloseable owner, Rdma rdma, boolean pooled) {
-        this.confinedTo = rdma.confinedIo();
+        this.confinedTo = rdma.io().confined();
         this.registration = registration;
         this.owner = owner;
         this.rdma = rdma;
@@ -167,7 +168,7 @@ final class RegionResources {
         Exposure key = new Exposure(memory.address(), memory.byteSize(), rights);
         MemoryRegistration e = exposures.get(key);
         if (e == null) {
-            e = rdma.registerExposure(memory, withLocalWrite(rights));
+            e = rdma.memory().exposure(memory, withLocalWrite(rights));
             exposures.put(key, e);
             JrdmaEvents.regionExposed(memory.address(), memory.byteSize(), e.rkey(), AccessFlags.names(rights), "every peer");
         }
@@ -179,7 +180,7 @@ final class RegionResources {
         if (closed) {
             throw new IllegalStateException("lease: this region is closed: " + this);
         }
-        MemoryRegistration r = rdma.registerExposure(memory, withLocalWrite(rights));
+        MemoryRegistration r = rdma.memory().exposure(memory, withLocalWrite(rights));
         if (leases == null) {
             leases = new ArrayList<>();
         }
@@ -212,8 +213,8 @@ final class RegionResources {
             }
             // Where the device has memory windows, a window bound on the connection's QP; else the
             // provider's own scoped key (tcp, shm), or its refusal (verbs without windows).
-            r = rdma.bindsWindows() ? connection.bindWindow(op, rdma.device(), registration, memory, withLocalWrite(rights))
-                    : rdma.registerExposureFor(connection.establishedQueuePair(op), memory, withLocalWrite(rights));
+            r = rdma.device().bindsWindows() ? connection.bindWindow(op, rdma.device(), registration, memory, withLocalWrite(rights))
+                    : rdma.memory().exposureFor(connection.establishedQueuePair(op), memory, withLocalWrite(rights));
             if (leases == null) {
                 leases = new ArrayList<>();
             }
@@ -301,7 +302,7 @@ final class RegionResources {
         if (!CLOSED.compareAndSet(this, false, true)) {
             return;
         }
-        rdma.untrack(this);
+        rdma.live().untrack(this);
         List<MemoryRegistration> open = new ArrayList<>();
         // For the events: exposures and connection-scoped keys this close revokes (a lease, ended
         // or not, reports LeaseEnded when its time is up).

@@ -324,7 +324,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
     private void limitReached() {
         lowWaterEvents.incrementAndGet();
         try {
-            rdma.onControlThread(this::runLowWater);
+            rdma.io().execute(this::runLowWater);
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.DEBUG, "low-water event of a shared receive queue after its Rdma closed", e);
         }
@@ -376,7 +376,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
                 r.close();
             }
         }
-        rdma.sharedReceiveQueueClosed(this);
+        rdma.live().sharedReceiveQueueClosed(this);
         boolean none;
         synchronized (this) {
             none = lent == 0;

@@ -23,7 +23,8 @@ import java.util.stream.Stream;
  * and is itself refused: imports say what a file depends on.
  *
  * <pre>
- *   collective → dev.jrdma (API) → engine.admission, memory, runtime → provider.{verbs,tcp,shm} → provider.verbs.ffi, spi
+ *   collective → dev.jrdma (API) → engine.{admission,select,io,region}, memory, runtime → provider.{verbs,tcp,shm}
+ *              → provider.verbs.ffi, spi
  *              → os (libc) → exceptions, device (plain values of what the devices are)
  * </pre>
  */
@@ -44,7 +45,11 @@ class LayeringTest {
             Map.entry("memory", Set.of("jfr", "spi", "os", "device", "exceptions")),
             Map.entry("runtime", Set.of("spi", "os", "device", "exceptions")),
             Map.entry("engine.admission", Set.of("spi", "os", "exceptions")),
-            Map.entry("api", Set.of("jfr", "memory", "runtime", "engine.admission", "spi", "os", "device", "exceptions")),
+            Map.entry("engine.select", Set.of("spi", "exceptions")),
+            Map.entry("engine.io", Set.of("runtime", "spi", "exceptions")),
+            Map.entry("engine.region", Set.of()),
+            Map.entry("api", Set.of("jfr", "memory", "runtime", "engine.admission", "engine.select", "engine.io", "engine.region",
+                    "spi", "os", "device", "exceptions")),
             Map.entry("collective", Set.of("api", "runtime", "device", "exceptions")));
 
     private static final Pattern REFERENCE = Pattern.compile("(?<![\\w.])dev\\.jrdma((?:\\.[a-z]\\w*)*)\\.[A-Z*]");

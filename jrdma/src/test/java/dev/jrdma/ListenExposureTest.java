@@ -20,17 +20,17 @@ class ListenExposureTest {
         InetSocketAddress lan = new InetSocketAddress(InetAddress.getByName("10.1.2.3"), 7471);
         InetSocketAddress v6 = new InetSocketAddress(InetAddress.getByName("::"), 7471);
         for (InetSocketAddress a : new InetSocketAddress[] {wildcard, lan, v6}) {
-            String w = Rdma.exposureWarning(a, NO_TOKEN);
+            String w = ControlSteps.exposureWarning(a, NO_TOKEN);
             assertNotNull(w, String.valueOf(a));
             assertTrue(w.contains("without an auth token") && w.contains("in clear") && w.contains(a.toString()), w);
-            assertNull(Rdma.exposureWarning(a, TOKEN), "with a token: " + a);
+            assertNull(ControlSteps.exposureWarning(a, TOKEN), "with a token: " + a);
         }
     }
 
     @Test
     void loopbackIsNotWarnedOf() throws Exception {
-        assertNull(Rdma.exposureWarning(new InetSocketAddress(InetAddress.getLoopbackAddress(), 7471), NO_TOKEN));
-        assertNull(Rdma.exposureWarning(new InetSocketAddress(InetAddress.getByName("127.0.0.2"), 7471), NO_TOKEN));
-        assertNull(Rdma.exposureWarning(new InetSocketAddress(InetAddress.getByName("::1"), 7471), NO_TOKEN));
+        assertNull(ControlSteps.exposureWarning(new InetSocketAddress(InetAddress.getLoopbackAddress(), 7471), NO_TOKEN));
+        assertNull(ControlSteps.exposureWarning(new InetSocketAddress(InetAddress.getByName("127.0.0.2"), 7471), NO_TOKEN));
+        assertNull(ControlSteps.exposureWarning(new InetSocketAddress(InetAddress.getByName("::1"), 7471), NO_TOKEN));
     }
 }

@@ -32,7 +32,7 @@ class SizeLimitsTest {
 
     /** File (from its source root) -> the lines it had; each to be brought under the limit. */
     static final Map<String, Integer> LARGE_FILES = Map.ofEntries(
-            Map.entry("dev/jrdma/Rdma.java", 1598),
+            Map.entry("dev/jrdma/Rdma.java", 973),
             Map.entry("dev/jrdma/Connection.java", 1161),
             Map.entry("dev/jrdma/DatagramEndpoint.java", 832),
             Map.entry("dev/jrdma/provider/tcp/TcpResponder.java", 781),
@@ -46,10 +46,8 @@ class SizeLimitsTest {
 
     /** "file:name" -> the lines the method had. */
     static final Map<String, Integer> LONG_METHODS = Map.ofEntries(
-            Map.entry("dev/jrdma/Rdma.java:Rdma", 81),
             Map.entry("dev/jrdma/provider/tcp/TcpResponder.java:receive", 78),
             Map.entry("dev/jrdma/collective/GroupRendezvous.java:host", 74),
-            Map.entry("dev/jrdma/Rdma.java:close", 71),
             Map.entry("dev/jrdma/provider/tcp/TcpDatagramQueuePair.java:join", 67),
             Map.entry("dev/jrdma/provider/shm/ShmRendezvous.java:drain", 66),
             Map.entry("dev/jrdma/provider/tcp/TcpQueuePair.java:progress", 66),
