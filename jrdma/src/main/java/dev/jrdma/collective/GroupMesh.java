@@ -39,7 +39,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  */
 final class GroupMesh {
     private static final System.Logger LOG = System.getLogger("dev.jrdma");
-    /** How long {@link #close} waits for its connections' teardowns (each at most 5 s, all at once). */
+    /** How long {@link #closeAll} waits for its connections' teardowns (each at most 5 s, all at once). */
     private static final long CLOSE_WAIT_SECONDS = 6;
 
     final Rdma rdma;
