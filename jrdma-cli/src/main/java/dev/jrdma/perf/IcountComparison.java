@@ -299,7 +299,8 @@ public final class IcountComparison {
                 .append("Server on rxe0, client on rxe1; ").append(String.format(Locale.ROOT, "%,d", ITERATIONS))
                 .append(" timed iterations; the Java tools after ").append(String.format(Locale.ROOT, "%,d", WARM_UP))
                 .append(" untimed (perftest: its own).\n")
-                .append("DiSNI 2.1 (its jar from Maven Central, its libdisni built from its v2.1 source) runs `scripts/lib/DisniLatency.java`;\n")
+                .append("DiSNI 2.1 (its jar from Maven Central, its libdisni built from its v2.1 source) runs `scripts/lib/DisniLatency.java`\n")
+                .append("on the JDK jrdma runs on (named above);\n")
                 .append("jrdma runs `jrdma perf -u cm` (rdma_cm's ack timeout, as DiSNI's); perftest its defaults. read_lat 64 B and\n")
                 .append("atomic_lat (8 B fetch-and-add) poll on the client only: exact. `-e`: the ping-pong with both sides sleeping on\n")
                 .append("completion events (perftest `-e`), 64 B.\n\n");
