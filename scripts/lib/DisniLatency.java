@@ -9,7 +9,11 @@
  * send_lat half the ping-pong's; t_typical is the median, as perftest's. Run as a single source file:
  *
  *   java -Djava.library.path=LIBDISNI_DIR -cp disni-2.1.jar:slf4j-api.jar DisniLatency.java \
- *        server|client read_lat|send_lat ADDRESS PORT SIZE ITERATIONS WARMUP
+ *        server|client read_lat|send_lat ADDRESS PORT SIZE ITERATIONS WARMUP [event]
+ *
+ * event (perftest's -e, scripts/bench-vs-disni --icount): when a poll finds nothing, arm the CQ, poll
+ * once more, then sleep on its completion channel (DiSNI's getCqEvent: poll(2) on the channel, then
+ * ibv_get_cq_event) and acknowledge the event, on the same thread; without it the CQ is busy-polled.
  *
  * The client prints one line: "disni TEST SIZE t_typical_us T t_avg_us A t_min_us M t_max_us X
  * warmup_s W iterations N". Not part of jrdma's build: DiSNI is not one of its dependencies.
@@ -18,6 +22,7 @@ import com.ibm.disni.RdmaEndpoint;
 import com.ibm.disni.RdmaEndpointGroup;
 import com.ibm.disni.RdmaPassiveEndpointGroup;
 import com.ibm.disni.RdmaServerEndpoint;
+import com.ibm.disni.verbs.IbvCQ;
 import com.ibm.disni.verbs.IbvMr;
 import com.ibm.disni.verbs.IbvRecvWR;
 import com.ibm.disni.verbs.IbvSendWR;
@@ -27,6 +32,7 @@ import com.ibm.disni.verbs.RdmaCmId;
 import com.ibm.disni.verbs.SVCPollCq;
 import com.ibm.disni.verbs.SVCPostRecv;
 import com.ibm.disni.verbs.SVCPostSend;
+import com.ibm.disni.verbs.SVCReqNotify;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -41,8 +47,8 @@ public final class DisniLatency {
     static final int CQ_SIZE = 64;
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 7) {
-            System.err.println("usage: DisniLatency server|client read_lat|send_lat ADDRESS PORT SIZE ITERATIONS WARMUP");
+        if (args.length != 7 && !(args.length == 8 && args[7].equals("event"))) {
+            System.err.println("usage: DisniLatency server|client read_lat|send_lat ADDRESS PORT SIZE ITERATIONS WARMUP [event]");
             System.exit(2);
         }
         boolean server = args[0].equals("server");
@@ -56,8 +62,8 @@ public final class DisniLatency {
         // DiSNI's defaults are 0: a single retransmission or RNR wait would fail the run. perftest's 7.
         group.getConnParam().setRetry_count((byte) 7);
         group.getConnParam().setRnr_retry_count((byte) 7);
-        boolean sendTest = test.equals("send_lat");
-        group.init((id, serverSide) -> new Endpoint(group, id, serverSide, size, sendTest));
+        boolean sendTest = test.equals("send_lat"), events = args.length == 8;
+        group.init((id, serverSide) -> new Endpoint(group, id, serverSide, size, sendTest, events));
         try {
             if (server) {
                 RdmaServerEndpoint<Endpoint> listener = group.createServerEndpoint();
@@ -125,21 +131,25 @@ public final class DisniLatency {
 
     static final class Endpoint extends RdmaEndpoint {
         private final int size;
-        private final boolean sendTest;
+        private final boolean sendTest, events;
         private ByteBuffer data, control;
         private IbvMr dataMr, controlMr;
         private IbvWC[] wcs;
         private SVCPollCq poll;
+        private SVCReqNotify arm;
+        private IbvCQ cq;
         private SVCPostRecv[] receives;
         private SVCPostSend send, read, control_;
         private long peerAddress;
         private int peerRkey;
         private int receivesDone;
 
-        Endpoint(RdmaEndpointGroup<? extends RdmaEndpoint> group, RdmaCmId id, boolean serverSide, int size, boolean sendTest) throws IOException {
+        Endpoint(RdmaEndpointGroup<? extends RdmaEndpoint> group, RdmaCmId id, boolean serverSide, int size, boolean sendTest,
+                 boolean events) throws IOException {
             super(group, id, serverSide);
             this.size = size;
             this.sendTest = sendTest;
+            this.events = events;
         }
 
         @Override
@@ -153,7 +163,9 @@ public final class DisniLatency {
             for (int i = 0; i < wcs.length; i++) {
                 wcs[i] = new IbvWC();
             }
-            poll = getCqProvider().getCQ().poll(wcs, wcs.length);
+            cq = getCqProvider().getCQ();
+            poll = cq.poll(wcs, wcs.length);
+            arm = cq.reqNotification(false);   // stateful, executed again at each arming (as DiSNI's RdmaCqProcessor)
             // read_lat's receives (the descriptor, "done") land in control's slots 1..RECEIVES,
             // send_lat's payloads all in data (its contents are not looked at).
             receives = new SVCPostRecv[RECEIVES];
@@ -277,6 +289,16 @@ public final class DisniLatency {
 
         private void pollOnce() throws IOException {
             int got = poll.execute().getPolls();
+            if (got == 0 && events) {
+                arm.execute();
+                got = poll.execute().getPolls();   // what came before the arming raises no event
+                if (got == 0) {
+                    if (cq.getChannel().getCqEvent(cq, 50)) {   // at most 50 ms, then look again
+                        cq.ackEvents(1);
+                    }
+                    got = poll.execute().getPolls();
+                }
+            }
             for (int i = 0; i < got; i++) {
                 IbvWC wc = wcs[i];
                 if (wc.getStatus() != IbvWC.IbvWcStatus.IBV_WC_SUCCESS.ordinal()) {   // getStatus() is the ibv_wc_status

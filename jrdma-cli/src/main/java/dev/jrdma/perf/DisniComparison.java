@@ -137,14 +137,14 @@ public final class DisniComparison {
         throw new IOException("cannot tell the version of " + jdk + ":\n" + said);
     }
 
-    private record Run(String clientOutput, String serverOutput, boolean crashed) {
+    record Run(String clientOutput, String serverOutput, boolean crashed) {
     }
 
     /**
      * The server, then the client (again while the server does not listen yet); both bounded.
      * Crashed: either JVM died of a fatal error (hs_err) rather than reporting.
      */
-    private static Run run(List<String> server, List<String> client, String ready) throws Exception {
+    static Run run(List<String> server, List<String> client, String ready) throws Exception {
         Path sOut = Files.createTempFile("jrdma-disni-server", ".out"), cOut = Files.createTempFile("jrdma-disni-client", ".out");
         Process s = new ProcessBuilder(server).redirectErrorStream(true).redirectOutput(sOut.toFile()).start();
         try {

@@ -7,7 +7,6 @@ import dev.jrdma.LocalRegion;
 import dev.jrdma.Rdma;
 import dev.jrdma.RemoteRegion;
 import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.CompletionMode;
 
 import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
@@ -67,12 +66,7 @@ final class PerfClient implements AutoCloseable {
     PerfClient(PerfOptions o, InetSocketAddress server, PrintStream progress) {
         this.options = o;
         this.progress = progress;
-        Rdma.Builder b = Rdma.builder().provider(o.provider()).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE)
-                .singleThreaded(true);   // this thread builds, polls and posts: no lock on the operation path
-        if (o.device() != null) {
-            b.device(o.device());
-        }
-        this.rdma = b.build();
+        this.rdma = o.open();
         try {
             int region = Math.max(8, o.maxSize());
             this.mine = rdma.allocate(region);
@@ -247,7 +241,7 @@ final class PerfClient implements AutoCloseable {
                 batch.submit(null, batches);
                 posted += k;
             }
-            if (rdma.poll() == 0) {
+            if (PerfControl.poll(rdma) == 0) {
                 if (c.state() != ConnectionState.ESTABLISHED) {
                     throw new RdmaException("the connection ended during " + test.perftestName() + " (" + c.state() + ")");
                 }
@@ -338,7 +332,7 @@ final class PerfClient implements AutoCloseable {
                     byte m = PerfServer.mark(i);
                     out.segment().set(ValueLayout.JAVA_BYTE, at, m);
                     c.write(src, target, null, done);
-                    rdma.poll();
+                    PerfControl.poll(rdma);
                     awaitMark(at, m, spinsPerPoll);
                 }
                 case READ_LAT -> {
@@ -370,7 +364,7 @@ final class PerfClient implements AutoCloseable {
         int spins = 0;
         while ((byte) ValueLayout.JAVA_BYTE.varHandle().getVolatile(seg, at) != m) {
             JrdmaLoopback.spinPause(spinsPerPoll);
-            if ((++spins & (spinsPerPoll - 1)) == 0 && rdma.poll() == 0
+            if ((++spins & (spinsPerPoll - 1)) == 0 && PerfControl.poll(rdma) == 0
                     && (c.state() != ConnectionState.ESTABLISHED || idle.expired())) {
                 throw new RdmaException("write_lat: the server stopped answering (" + c.state() + ")");
             }
@@ -380,7 +374,7 @@ final class PerfClient implements AutoCloseable {
     private void awaitCount(Counter<?> counter, long count) {
         IdleDeadline idle = new IdleDeadline(PerfControl.TIMEOUT_NANOS);
         while (counter.completed < count) {
-            if (rdma.poll() == 0 && (c.state() != ConnectionState.ESTABLISHED || idle.expired())) {
+            if (PerfControl.poll(rdma) == 0 && (c.state() != ConnectionState.ESTABLISHED || idle.expired())) {
                 throw new RdmaException("an operation did not complete (" + c.state() + ")");
             }
         }
@@ -395,7 +389,7 @@ final class PerfClient implements AutoCloseable {
                 seen = done.completed;
                 idle.progressed();
             }
-            if (rdma.poll() == 0 && (c.state() != ConnectionState.ESTABLISHED || idle.expired())) {
+            if (PerfControl.poll(rdma) == 0 && (c.state() != ConnectionState.ESTABLISHED || idle.expired())) {
                 throw new RdmaException((count - done.completed) + " operations did not complete ("
                         + c.state() + ")");
             }

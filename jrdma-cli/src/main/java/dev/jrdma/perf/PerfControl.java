@@ -98,6 +98,25 @@ final class PerfControl {
         return await(rdma, c, f, what, timeoutNanos, false);
     }
 
+    /** -e: the longest sleep on completion events before a look (jrdma's own IO loops check their deadlines that often). */
+    static final long EVENT_SLEEP_NANOS = 50_000_000;
+
+    /**
+     * One look for work, as {@link Rdma#poll()}; with -e (an Rdma with an IO loop, bound to this
+     * thread by {@link PerfOptions#open}), when there was none, sleeps until a completion or an event
+     * (at most {@link #EVENT_SLEEP_NANOS}) and looks again: what perftest -e does with
+     * ibv_req_notify_cq and ibv_get_cq_event.
+     */
+    static int poll(Rdma rdma) {
+        int work = rdma.poll();
+        if (work != 0 || rdma.ioLoopCount() == 0) {
+            return work;
+        }
+        return rdma.ioLoop(0).awaitWork(EVENT_SLEEP_NANOS, NEVER_AWAKE) + rdma.poll();
+    }
+
+    private static final java.util.function.BooleanSupplier NEVER_AWAKE = () -> false;
+
     /** The longest sleep between looks of an idle server (see {@link IdleBackoff}): the END comes at most this late. */
     static final long IDLE_SLEEP_MAX_NANOS = 20_000_000;
 
@@ -106,7 +125,7 @@ final class PerfControl {
         IdleDeadline idle = new IdleDeadline(timeoutNanos);
         IdleBackoff backoff = idleSleep ? new IdleBackoff(IDLE_SLEEP_MAX_NANOS) : null;
         while (!f.isDone()) {
-            if (rdma.poll() == 0) {
+            if (poll(rdma) == 0) {
                 if (backoff != null) {
                     backoff.idle();
                 }

@@ -37,11 +37,15 @@ import java.util.List;
  * @param datagrams  -c UD (perftest's connection type): send_lat and send_bw over datagram
  *                   endpoints ({@link DatagramRuns}) instead of the RC connection, which then
  *                   only carries the control messages; -c RC (the default): the connection
+ * @param events     -e (perftest's): each end sleeps on completion events when it finds nothing to
+ *                   do (an {@link Rdma.Builder#ioLoops IO loop} this thread drives, {@link
+ *                   dev.jrdma.IoLoop#awaitWork}) instead of busy-polling
  */
 public record PerfOptions(PerfTest test, String host, int port, String device, String provider, List<Integer> sizes,
                           int iterations, int txDepth, boolean loopback, String format, String bind, int gidIndex,
                           String plot, int warmUp, int ackTimeout, int outReads,
-                          int postList, boolean loopbackServer, String jfr, boolean useSrq, boolean datagrams) {
+                          int postList, boolean loopbackServer, String jfr, boolean useSrq, boolean datagrams,
+                          boolean events) {
 
     /** perftest's -u default: 4.096 µs × 2<sup>14</sup>, 67 ms. */
     static final int DEFAULT_ACK_TIMEOUT = 14;
@@ -82,6 +86,8 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
               -c, --connection TYPE  RC (default: the connection) or UD: send_lat and send_bw as
                                      datagrams (Rdma.datagramEndpoint) of at most the path MTU, as
                                      perftest's -c UD; the connection carries only the control messages
+ -e, --events           sleep on completion events when idle instead of busy-polling, on both
+                                     ends (perftest's -e; not for write_lat, which waits on memory)
               --json | --csv         machine-readable output instead of the table
               --plot FILE.png        also draw the results: latency percentiles or bandwidth, by size
               --jfr FILE.jfr         record this process in a JDK Flight Recorder file: the JVM's default
@@ -110,7 +116,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         String host = null, device = null, provider = "auto", format = "text", bind = null, plot = null, jfr = null;
         int port = 18515, size = -1, iterations = -1, txDepth = 128, gidIndex = -1, warmUp = -1,
                 ackTimeout = DEFAULT_ACK_TIMEOUT, outReads = -1, postList = 1;
-        boolean all = false, loopback = false, loopbackServer = false, useSrq = false, datagrams = false;
+        boolean all = false, loopback = false, loopbackServer = false, useSrq = false, datagrams = false, events = false;
         for (int i = 1; i < args.length; i++) {
             String a = args[i];
             switch (a) {
@@ -123,7 +129,8 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                 case "--provider" -> provider = value(args, ++i, a);
                 case "--loopback" -> loopback = true;
                 case "--loopback-server" -> loopbackServer = true;
-                case "--use-srq", "--use_srq" -> useSrq = true;   // perftest spells it --use-srq
+                case "--use-srq", "--use_srq" -> useSrq = true;
+                case "-e", "--events" -> events = true;   // perftest spells it --use-srq
                 case "-c", "--connection" -> datagrams = switch (value(args, ++i, a)) {
                     case "RC" -> false;
                     case "UD" -> true;
@@ -183,6 +190,13 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         if (datagrams && size > UD_MAX) {
             throw new IllegalArgumentException("-c UD sends at most a path MTU (" + UD_MAX + " bytes at most), not " + size);
         }
+        if (events && test == PerfTest.WRITE_LAT) {
+            throw new IllegalArgumentException("-e: write_lat waits for the peer's write in memory, where no completion"
+                    + " comes (perftest refuses it too)");
+        }
+        if (events && datagrams) {
+            throw new IllegalArgumentException("-e is for RC connections, not -c UD");
+        }
         if (all && size > 0) {
             throw new IllegalArgumentException("-a and -s " + size + " together: one or the other");
         }
@@ -220,7 +234,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
         }
         return new PerfOptions(test, host, port, device, provider, List.copyOf(sizes), iterations, txDepth,
                 loopback || loopbackServer, format, bind, gidIndex, plot, warmUp, ackTimeout, outReads, postList, loopbackServer,
-                jfr, useSrq, datagrams);
+                jfr, useSrq, datagrams, events);
     }
 
     private static String value(String[] args, int i, String option) {
@@ -242,6 +256,28 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
             throw new IllegalArgumentException(option + " must be in " + min + ".." + max + ", not " + n);
         }
         return n;
+    }
+
+    /**
+     * The Rdma each end of a run builds: polled on its own thread (INLINE, single-threaded), or
+     * with -e one IO loop that thread drives and sleeps on ({@link PerfControl#poll}), bound to it here.
+     */
+    Rdma open() {
+        Rdma.Builder b = Rdma.builder().provider(provider);
+        if (events) {
+            b.completionMode(dev.jrdma.CompletionMode.EVENT).ioLoops(1);
+        } else {
+            b.completionMode(dev.jrdma.CompletionMode.POLLING).ioThreads(Rdma.INLINE)
+                    .singleThreaded(true);   // this thread builds, polls and posts: no lock on the operation path
+        }
+        if (device != null) {
+            b.device(device);
+        }
+        Rdma rdma = b.build();
+        if (events) {
+            rdma.ioLoop(0).bind();   // this thread drives it: PerfControl.poll polls and sleeps on it
+        }
+        return rdma;
     }
 
     /** How long a --loopback connect waits for the server process it started. */

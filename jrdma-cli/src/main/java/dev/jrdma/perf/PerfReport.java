@@ -44,6 +44,8 @@ final class PerfReport {
         if (o.useSrq()) {
             out.println(" Use SRQ         : ON (each end receives in a shared receive queue)");
         }
+        out.println(o.events() ? " Completions     : events (-e: each end sleeps on its completion channel when idle)"
+                : " Completions     : busy-polled");
         out.println(o.datagrams() ? " Connection type : UD (datagrams of at most the path MTU, not sent again when lost;"
                 + " the bandwidth is the sender's, peak = average)" : " Connection type : RC");
         if (!t.latency()) {

@@ -8,7 +8,6 @@ import dev.jrdma.Rdma;
 import dev.jrdma.RdmaServer;
 import dev.jrdma.RemoteRegion;
 import dev.jrdma.exceptions.RdmaException;
-import dev.jrdma.CompletionMode;
 
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
@@ -55,12 +54,7 @@ final class PerfServer implements AutoCloseable {
 
     PerfServer(PerfOptions o) {
         this.options = o;
-        Rdma.Builder b = Rdma.builder().provider(o.provider()).completionMode(CompletionMode.POLLING).ioThreads(Rdma.INLINE)
-                .singleThreaded(true);   // this thread builds, polls and posts: no lock on the operation path
-        if (o.device() != null) {
-            b.device(o.device());
-        }
-        this.rdma = b.build();
+        this.rdma = o.open();
         try {
             this.mine = rdma.allocate(REGION);
             this.out = rdma.allocate(REGION);
@@ -131,7 +125,7 @@ final class PerfServer implements AutoCloseable {
         // takes a few), leaving the CPU to a client that may be starting on the same one.
         IdleBackoff backoff = new IdleBackoff(ACCEPT_SLEEP_MAX_NANOS);
         while (accepted.get() == null) {
-            if (rdma.poll() == 0) {
+            if (PerfControl.poll(rdma) == 0) {
                 backoff.idle();
             } else {
                 backoff.reset();
@@ -233,7 +227,7 @@ final class PerfServer implements AutoCloseable {
         awaitMark(c, at, m, spinsPerPoll);
         out.segment().set(ValueLayout.JAVA_BYTE, at, m);
         c.write(src, dst, null, done);
-        rdma.poll();
+        PerfControl.poll(rdma);
     }
 
     private void awaitMark(Connection c, long at, byte m, int spinsPerPoll) {
@@ -242,7 +236,7 @@ final class PerfServer implements AutoCloseable {
         int spins = 0;
         while ((byte) ValueLayout.JAVA_BYTE.varHandle().getVolatile(seg, at) != m) {
             JrdmaLoopback.spinPause(spinsPerPoll);
-            if ((++spins & (spinsPerPoll - 1)) == 0 && rdma.poll() == 0 && (c.state() != ConnectionState.ESTABLISHED
+            if ((++spins & (spinsPerPoll - 1)) == 0 && PerfControl.poll(rdma) == 0 && (c.state() != ConnectionState.ESTABLISHED
                     || idle.expired())) {
                 throw new RdmaException("write_lat: the client stopped (" + c.state() + ")");
             }

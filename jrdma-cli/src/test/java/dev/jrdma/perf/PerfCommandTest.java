@@ -138,6 +138,21 @@ class PerfCommandTest {
         assertTrue(rc.out().contains(" Connection type : RC\n"), rc.out());
     }
 
+    /**
+     * -e (perftest's): both ends sleep on completion events when idle (one IO loop the perf thread
+     * drives) instead of busy-polling; the header says which. write_lat waits on memory and is refused.
+     */
+    @ParameterizedTest
+    @CsvSource({"send_lat,tcp", "read_lat,shm", "atomic_lat,tcp", "send_bw,shm"})
+    void eventsSleepOnCompletionEvents(String test, String provider) {
+        Run r = perf(test, "--provider", provider, "--loopback", "-n", "300", "--warmup", "50", "-e");
+        assertEquals(0, r.code(), r.err());
+        assertTrue(r.out().contains(" Completions     : events (-e"), r.out());
+        assertTrue(Pattern.compile("\n \\d+ +300 ").matcher(r.out()).find(), r.out());
+        assertUsage(perf("write_lat", "-e"), "-e: write_lat waits for the peer's write in memory");
+        assertUsage(perf("send_lat", "-e", "-c", "UD"), "-e is for RC connections, not -c UD");
+    }
+
     @Test
     void connectionTypeUdRefusesWhatItCannotRun() {
         assertUsage(perf("write_lat", "-c", "UD"), "-c UD carries sends only: send_lat or send_bw, not write_lat");
