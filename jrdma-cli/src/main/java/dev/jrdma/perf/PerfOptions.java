@@ -86,7 +86,7 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
               -c, --connection TYPE  RC (default: the connection) or UD: send_lat and send_bw as
                                      datagrams (Rdma.datagramEndpoint) of at most the path MTU, as
                                      perftest's -c UD; the connection carries only the control messages
- -e, --events           sleep on completion events when idle instead of busy-polling, on both
+              -e, --events           sleep on completion events when idle instead of busy-polling, on both
                                      ends (perftest's -e; not for write_lat, which waits on memory)
               --json | --csv         machine-readable output instead of the table
               --plot FILE.png        also draw the results: latency percentiles or bandwidth, by size
@@ -129,8 +129,8 @@ public record PerfOptions(PerfTest test, String host, int port, String device, S
                 case "--provider" -> provider = value(args, ++i, a);
                 case "--loopback" -> loopback = true;
                 case "--loopback-server" -> loopbackServer = true;
-                case "--use-srq", "--use_srq" -> useSrq = true;
-                case "-e", "--events" -> events = true;   // perftest spells it --use-srq
+                case "--use-srq", "--use_srq" -> useSrq = true;   // perftest spells it --use-srq
+                case "-e", "--events" -> events = true;
                 case "-c", "--connection" -> datagrams = switch (value(args, ++i, a)) {
                     case "RC" -> false;
                     case "UD" -> true;
