@@ -2,18 +2,14 @@ package dev.jrdma.netty;
 
 import dev.jrdma.Connection;
 import dev.jrdma.ConnectionConfig;
-import dev.jrdma.exceptions.ConnectionRejectedException;
-import dev.jrdma.exceptions.RdmaTimeoutException;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.netty.channel.AbstractChannel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
-import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
 import io.netty.channel.FileRegion;
 import io.netty.channel.RecvByteBufAllocator;
@@ -21,19 +17,11 @@ import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.channel.socket.ServerSocketChannel;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.util.concurrent.Future;
 import io.netty.util.internal.StringUtil;
 
 import java.io.IOException;
-import java.net.ConnectException;
-import java.net.InetSocketAddress;
-import java.net.SocketAddress;
-import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ClosedChannelException;
-import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.NotYetConnectedException;
-import java.nio.channels.UnsupportedAddressTypeException;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -47,28 +35,39 @@ import java.util.concurrent.TimeUnit;
  * <p>It runs on a {@link JrdmaEventLoop} of the group whose {@code Rdma} made its connection, on
  * the loop that serves the connection. File regions are refused: there is no file descriptor to
  * send from.
+ *
+ * <p>This class is the stream over the connection, as Netty's {@code AbstractEpollStreamChannel}
+ * is over a socket: reads, writes, half-closure, the connection's end and the stream's close. The
+ * connect, registration and the open/active state are {@link AbstractJrdmaChannel}'s; how far the
+ * input has ended is part of that one {@link ChannelState}. What stays beside it, and why it is no
+ * state of the enum:
+ * <ul>
+ * <li>{@code outputShutdown}: the output's end is independent of the input's (either may end
+ * first, or both), and nothing of the read path looks at it: in the enum it would double the
+ * three active states.
+ * <li>{@code readPending}, {@code inRead}, {@code readScheduled}: the read loop's bookkeeping, as
+ * epoll's channels keep theirs (a read asked, a round running, a round queued); a read may be
+ * asked while a round runs or waits, so they are not one state, and none of them is the channel's.
+ * <li>{@code goneUntilRegistered}: a notification held back, not a state.
+ * </ul>
+ *
+ * <p>Threads: everything here runs on the channel's event loop, which is the connection's IO loop
+ * (the stream's callbacks too), except what {@code Channel} lets any thread call: the
+ * {@code shutdown*} methods hand themselves to the loop, and {@code isOutputShutdown} reads the
+ * volatile {@code outputShutdown}. An accepted channel's constructor runs on its connection's IO
+ * loop, where its stream starts.
  */
-public final class JrdmaSocketChannel extends AbstractChannel implements SocketChannel {
+public final class JrdmaSocketChannel extends AbstractJrdmaChannel implements SocketChannel {
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
 
     private final JrdmaSocketChannelConfig config;
-    /** For an accepted channel: the group that accepted it (its loops serve the connection); else null. */
-    private final JrdmaEventLoopGroup.Shared acceptedBy;
-    private Connection connection;
     private ByteStream stream;
-    // Read from any thread (isOpen, isActive, isInputShutdown...), written on the event loop.
-    private volatile boolean open = true;
-    private volatile boolean active;
-    private volatile boolean inputShutdown;
-    private boolean inputShutdownReadCompleteFired;
+    /** Set on the event loop, read from any thread (isOutputShutdown). */
     private volatile boolean outputShutdown;
+    /** A read was asked (doBeginRead) and neither bytes nor the end of input went to the pipeline since. */
     private boolean readPending;
+    /** A read round is running: a read asked inside it is looked at when it ends. */
     private boolean inRead;
-    private ChannelPromise connectPromise;
-    private Future<?> connectTimeout;
-    private InetSocketAddress requestedRemote;
-    private InetSocketAddress local;
-    private InetSocketAddress remote;
     /**
      * A read round queued on the loop: at most one at a time, as epoll's loop has one read pending
      * at most. Two chains of rounds (a read() asked while the stream's own round had queued the
@@ -84,38 +83,22 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
     };
     /** A reset waiting for the bytes that came before it to be read. */
     private IOException resetCause;
-    /** The connection ended before an accepted channel was registered: told once it is. */
-    private boolean goneBeforeRegistered;
-    private IOException goneCause;
+    /** The connection ended before an accepted channel was registered: told once it is (null: it did not). */
+    private Runnable goneUntilRegistered;
 
     /** A client channel: it connects with {@code connect(address)}. */
     public JrdmaSocketChannel() {
-        super(null);
         this.config = new JrdmaSocketChannelConfig(this);
-        this.acceptedBy = null;
     }
 
     /** An accepted channel, on its connection's IO loop: the stream starts now, so nothing that arrives is lost. */
     JrdmaSocketChannel(JrdmaServerChannel parent, Connection connection, JrdmaEventLoopGroup.Shared acceptedBy) {
-        super(parent);
+        super(parent, connection, acceptedBy);
         this.config = new JrdmaSocketChannelConfig(this);
-        this.acceptedBy = acceptedBy;
-        this.connection = connection;
         config.setConnectionConfig(connection.config());   // what it was accepted with, read back as the option
-        this.active = true;
-        this.local = connection.localAddress();
-        this.remote = connection.remoteAddress();
         this.stream = new ByteStream(acceptedBy.rdma, connection, events,
                 acceptedBy.eventLoops[connection.ioIndex()]);
         stream.start();
-    }
-
-    JrdmaEventLoopGroup.Shared acceptedBy() {
-        return acceptedBy;
-    }
-
-    Connection connection() {
-        return connection;
     }
 
     /** The stream, once connected (null before); on the event loop. */
@@ -139,49 +122,33 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
     }
 
     @Override
-    public boolean isOpen() {
-        return open;
+    protected AbstractUnsafe newUnsafe() {
+        return new JrdmaUnsafe();
+    }
+
+    // ------------------------------------------------------------------ connect and registration
+
+    @Override
+    ConnectionConfig connectionConfig() {
+        return config.getConnectionConfig();
     }
 
     @Override
-    public boolean isActive() {
-        return open && active;
+    void connectionMade(Connection c) {
+        stream = new ByteStream(((JrdmaEventLoop) eventLoop()).shared().rdma, c, events, eventLoop());
     }
 
     @Override
-    public InetSocketAddress localAddress() {
-        return (InetSocketAddress) super.localAddress();
+    void connectionActive() {
+        stream.start();
     }
 
     @Override
-    public InetSocketAddress remoteAddress() {
-        return (InetSocketAddress) super.remoteAddress();
-    }
-
-    @Override
-    protected SocketAddress localAddress0() {
-        return local;
-    }
-
-    @Override
-    protected SocketAddress remoteAddress0() {
-        return remote;
-    }
-
-    @Override
-    protected boolean isCompatible(EventLoop loop) {
-        if (!(loop instanceof JrdmaEventLoop l)) {
-            return false;
-        }
-        return acceptedBy == null ? connection == null || l.serves(connection) : l.shared() == acceptedBy && l.serves(connection);
-    }
-
-    @Override
-    protected void doRegister() {
-        ((JrdmaEventLoop) eventLoop()).add(this);
-        if (goneBeforeRegistered) {
+    void onRegistered() {
+        Runnable gone = goneUntilRegistered;
+        if (gone != null) {
             // After registration and channelActive, which this task follows.
-            eventLoop().execute(() -> handleGone(goneCause));
+            eventLoop().execute(gone);
         } else if (stream != null && stream.inputEnded()) {
             // The peer's output ended before the channel was registered (an accepted channel's
             // stream starts in its constructor, with what came first): told now, read or not.
@@ -189,138 +156,7 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
         }
     }
 
-    @Override
-    protected void doDeregister() {
-        ((JrdmaEventLoop) eventLoop()).remove(this);
-    }
-
-    @Override
-    protected AbstractUnsafe newUnsafe() {
-        return new JrdmaUnsafe();
-    }
-
-    // ------------------------------------------------------------------ connect
-
-    @Override
-    protected void doBind(SocketAddress localAddress) {
-        throw new UnsupportedOperationException("a jrdma client channel does not bind: the connection manager picks the "
-                + "local address (bind a JrdmaServerChannel to listen)");
-    }
-
-    private final class JrdmaUnsafe extends AbstractUnsafe {
-        @Override
-        public void connect(SocketAddress remoteAddress, SocketAddress localAddress, ChannelPromise promise) {
-            if (promise.isDone() || !ensureOpen(promise)) {
-                return;
-            }
-            try {
-                if (connection != null) {
-                    throw new AlreadyConnectedException();
-                }
-                if (connectPromise != null) {
-                    throw new ConnectionPendingException();
-                }
-                if (!(remoteAddress instanceof InetSocketAddress r)) {
-                    throw new UnsupportedAddressTypeException();
-                }
-                if (localAddress != null) {
-                    throw new UnsupportedOperationException("a jrdma channel connects from the address the connection "
-                            + "manager picks: a local address cannot be given (" + localAddress + ")");
-                }
-                requestedRemote = r;
-                JrdmaEventLoop loop = (JrdmaEventLoop) eventLoop();
-                ConnectionConfig cc = config.getConnectionConfig();
-                CompletableFuture<Connection> f = loop.shared().rdma.connectAsync(r, cc, loop.ioLoop());
-                connectPromise = promise;
-                int timeoutMillis = config.getConnectTimeoutMillis();
-                if (timeoutMillis > 0) {
-                    connectTimeout = loop.schedule(() -> {
-                        ChannelPromise p = connectPromise;
-                        if (p != null && !p.isDone() && p.tryFailure(new ConnectTimeoutException(
-                                "connection timed out after " + timeoutMillis + " ms: " + r))) {
-                            close(voidPromise());
-                        }
-                    }, timeoutMillis, TimeUnit.MILLISECONDS);
-                }
-                promise.addListener((ChannelFutureListener) future -> {
-                    if (future.isCancelled()) {
-                        cancelConnectTimeout();
-                        connectPromise = null;
-                        close(voidPromise());
-                    }
-                });
-                f.whenComplete((c, e) -> {
-                    if (loop.inEventLoop()) {
-                        finishConnect(c, e);
-                    } else {
-                        loop.execute(() -> finishConnect(c, e));
-                    }
-                });
-            } catch (Throwable t) {
-                promise.tryFailure(annotateConnectException(t, remoteAddress));
-                closeIfClosed();
-            }
-        }
-
-        private void finishConnect(Connection c, Throwable e) {
-            ChannelPromise promise = connectPromise;
-            cancelConnectTimeout();
-            connectPromise = null;
-            if (promise == null || promise.isDone() || !open) {
-                if (c != null) {
-                    c.close();   // given up on (timed out, cancelled, closed): nobody takes it
-                }
-                return;
-            }
-            if (e != null) {
-                Throwable cause = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
-                promise.tryFailure(connectFailure(cause));
-                close(voidPromise());
-                return;
-            }
-            try {
-                connection = c;
-                stream = new ByteStream(((JrdmaEventLoop) eventLoop()).shared().rdma, c, events, eventLoop());
-            } catch (RuntimeException bad) {
-                c.close();
-                connection = null;
-                promise.tryFailure(bad);
-                close(voidPromise());
-                return;
-            }
-            local = c.localAddress();
-            remote = c.remoteAddress();
-            boolean wasActive = isActive();
-            active = true;
-            boolean nowActive = isActive();   // before the promise's listeners run: one may close it (as epoll does)
-            boolean promiseSet = promise.trySuccess();
-            if (!wasActive && nowActive) {
-                pipeline().fireChannelActive();
-            }
-            if (!promiseSet) {
-                close(voidPromise());
-                return;
-            }
-            stream.start();   // after channelActive: what came already is read, an end already seen is told
-        }
-
-        private Throwable connectFailure(Throwable cause) {
-            if (cause instanceof ConnectionRejectedException) {
-                ConnectException ce = new ConnectException("Connection refused: " + requestedRemote + " (" + cause.getMessage() + ")");
-                ce.initCause(cause);
-                return ce;
-            }
-            if (cause instanceof RdmaTimeoutException) {
-                ConnectTimeoutException te = new ConnectTimeoutException("connection timed out: " + requestedRemote
-                        + " (" + cause.getMessage() + ")");
-                te.initCause(cause);
-                return te;
-            }
-            ConnectException ce = new ConnectException("could not connect to " + requestedRemote + ": " + cause.getMessage());
-            ce.initCause(cause);
-            return ce;
-        }
-
+    private final class JrdmaUnsafe extends AbstractJrdmaUnsafe {
         /** Flushes again once the stream has room (credits, slots, send queue). */
         void resumeFlush() {
             flush0();
@@ -329,14 +165,6 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
         /** The connection was reset under flushed writes: they fail as a socket write would (close, or shut the output). */
         void writesFailed(IOException cause) {
             handleWriteError(cause);
-        }
-    }
-
-    private void cancelConnectTimeout() {
-        Future<?> t = connectTimeout;
-        connectTimeout = null;
-        if (t != null) {
-            t.cancel(false);
         }
     }
 
@@ -389,8 +217,8 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
         }
         if (s.outputClosed() || s.peerClosed()) {
             throw new IOException(outputShutdown ? "the output was shut down" : s.peerClosed()
-                    ? "Connection reset by peer: the peer at " + remote + " closed" : "Connection reset by peer: the jrdma connection to "
-                    + remote + " is gone");
+                    ? "Connection reset by peer: the peer at " + remoteAddress0() + " closed"
+                    : "Connection reset by peer: the jrdma connection to " + remoteAddress0() + " is gone");
         }
         for (;;) {
             Object msg = in.current();
@@ -449,12 +277,14 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
     /** Whether a read round has something to do: bytes queued, or the end of input not yet told in full. */
     private boolean readable() {
         ByteStream s = stream;
-        return s != null && (s.hasInbound() || (s.inputEnded() && !inputShutdownReadCompleteFired));
+        return s != null && (s.hasInbound() || (s.inputEnded() && state() != ChannelState.INPUT_SHUTDOWN_READ_COMPLETE));
     }
 
     private void readInbound() {
         ByteStream s = stream;
-        if (s == null || !isOpen() || (inputShutdown && (inputShutdownReadCompleteFired || !config.isAllowHalfClosure()))) {
+        ChannelState state = state();
+        if (s == null || !state.isOpen() || state == ChannelState.INPUT_SHUTDOWN_READ_COMPLETE
+                || (state == ChannelState.INPUT_SHUTDOWN && !config.isAllowHalfClosure())) {
             return;
         }
         ChannelPipeline pipeline = pipeline();
@@ -475,8 +305,8 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
                 handle.lastBytesRead(n);
                 handle.incMessagesRead(1);
                 pipeline.fireChannelRead(buf);
-                if (!isOpen() || inputShutdown) {
-                    break;
+                if (state() != ChannelState.ACTIVE) {
+                    break;   // closed, or the input shut by a handler
                 }
             } while (handle.continueReading());
             handle.readComplete();
@@ -500,15 +330,14 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
     /** The reset, once every byte that came before it was read: a read error, then the input ends. */
     private void tellReset() {
         IOException cause = resetCause;
-        if (cause == null || !open) {
+        if (cause == null || !isOpen()) {
             return;
         }
         resetCause = null;
         pipeline().fireExceptionCaught(cause);
-        if (open) {
-            if (config.isAllowHalfClosure() && !inputShutdown) {
-                inputShutdown = true;
-                inputShutdownReadCompleteFired = true;   // nothing more to read: no second round
+        if (isOpen()) {
+            if (config.isAllowHalfClosure() && state() == ChannelState.ACTIVE) {
+                setInputState(ChannelState.INPUT_SHUTDOWN_READ_COMPLETE);   // nothing more to read: no second round
                 pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
                 pipeline().fireUserEventTriggered(ChannelInputShutdownReadComplete.INSTANCE);
             } else {
@@ -519,9 +348,9 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
 
     /** The peer's output ended and every byte before it was read: as epoll's shutdownInput(false). */
     private void shutdownInput(boolean local) {
-        if (!inputShutdown) {
+        if (state() == ChannelState.ACTIVE) {
             if (config.isAllowHalfClosure()) {
-                inputShutdown = true;
+                setInputState(ChannelState.INPUT_SHUTDOWN);
                 pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
                 // The end of input stays "readable", as a socket's EOF does for epoll: one more read
                 // round finds nothing and tells ChannelInputShutdownReadComplete, reading or not.
@@ -531,8 +360,8 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
             } else {
                 unsafe().close(unsafe().voidPromise());
             }
-        } else if (!local && !inputShutdownReadCompleteFired) {
-            inputShutdownReadCompleteFired = true;
+        } else if (!local && state() == ChannelState.INPUT_SHUTDOWN) {
+            setInputState(ChannelState.INPUT_SHUTDOWN_READ_COMPLETE);
             pipeline().fireUserEventTriggered(ChannelInputShutdownReadComplete.INSTANCE);
         }
     }
@@ -542,7 +371,7 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
         @Override
         public void readable() {
             // Data goes to a read that waits for it; the end of input is told reading or not (as epoll's EOF).
-            // Not before registration: the pipeline has no loop yet (doRegister looks again).
+            // Not before registration: the pipeline has no loop yet (onRegistered looks again).
             if (!inRead && !readScheduled && isActive() && isRegistered() && (readPending || stream.inputEnded())) {
                 readInbound();   // (a queued round reads it, in order, when one is queued)
             }
@@ -559,8 +388,7 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
         @Override
         public void gone(IOException cause) {
             if (!isRegistered()) {
-                goneBeforeRegistered = true;
-                goneCause = cause;
+                goneUntilRegistered = () -> handleGone(cause);
                 return;
             }
             handleGone(cause);
@@ -574,7 +402,7 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
 
     /** The connection ended: a reset or error goes to the pipeline and closes; a peer's close ends the input. */
     private void handleGone(IOException cause) {
-        if (!open) {
+        if (!isOpen()) {
             return;
         }
         if (cause != null) {
@@ -586,9 +414,9 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
             if (in != null && !in.isEmpty()) {
                 ((JrdmaUnsafe) unsafe()).writesFailed(cause);
             }
-            if (open && !stream.hasInbound()) {
+            if (isOpen() && !stream.hasInbound()) {
                 tellReset();
-            } else if (open && readPending && !inRead && !readScheduled) {
+            } else if (isOpen() && readPending && !inRead && !readScheduled) {
                 readInbound();
             }
             return;
@@ -597,7 +425,7 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
         if (!inRead && !readScheduled && (readPending || stream.inputEnded())) {
             readInbound();
         }
-        if (open && !config.isAllowHalfClosure() && !stream.hasInbound()) {
+        if (isOpen() && !config.isAllowHalfClosure() && !stream.hasInbound()) {
             unsafe().close(unsafe().voidPromise());
         }
     }
@@ -606,7 +434,7 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
 
     @Override
     public boolean isInputShutdown() {
-        return inputShutdown || !isActive();
+        return state().isInputShutdown();
     }
 
     @Override
@@ -671,8 +499,8 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
             promise.setFailure(new ClosedChannelException());   // as a closed socket's shutdown fails
             return;
         }
-        if (!inputShutdown) {
-            inputShutdown = true;
+        if (state() == ChannelState.ACTIVE) {
+            setInputState(ChannelState.INPUT_SHUTDOWN);
             s.discardInput();
         }
         promise.setSuccess();
@@ -712,31 +540,18 @@ public final class JrdmaSocketChannel extends AbstractChannel implements SocketC
         });
     }
 
+    /** Ends the stream: gracefully, lingering for the peer's CLOSE up to SO_LINGER, or abortively (SO_LINGER 0). */
     @Override
-    protected void doDisconnect() throws Exception {
-        doClose();
-    }
-
-    @Override
-    protected void doClose() throws Exception {
-        boolean wasOpen = open;
-        open = false;
-        active = false;
-        ChannelPromise p = connectPromise;
-        if (p != null) {
-            connectPromise = null;
-            p.tryFailure(new ClosedChannelException());
-        }
-        cancelConnectTimeout();
+    void closeConnection() {
         ByteStream s = stream;
-        if (s == null || !wasOpen) {
+        if (s == null) {
             return;
         }
         // Not registered (an accepted channel closed before it was, by closeForcibly): the stream
         // is its connection's loop's, and nothing lingers without a loop of its own.
         boolean registered = isRegistered();
         boolean abortive = config.getSoLinger() == 0 || !registered;
-        EventLoop home = registered ? eventLoop() : acceptedBy.eventLoops[connection.ioIndex()];
+        EventLoop home = registered ? eventLoop() : acceptedBy().eventLoops[connection().ioIndex()];
         int lingerSeconds = Math.max(1, config.lingerSeconds());
         Runnable close = () -> {
             s.release();
