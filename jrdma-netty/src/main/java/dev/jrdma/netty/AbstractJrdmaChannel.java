@@ -32,10 +32,13 @@ import java.util.concurrent.TimeUnit;
  * ({@link JrdmaSocketChannel}), told through {@link #connectionMade}, {@link #connectionActive},
  * {@link #onRegistered} and {@link #closeConnection}.
  *
- * <p>Threads: the channel's event loop owns all of this; the state and the addresses are also
- * read from any thread ({@code isOpen}, {@code isActive}, {@code localAddress}), so the state is
- * volatile. An accepted channel's constructor runs on its connection's IO loop, and the server's
- * loop may close an accepted channel that was never registered ({@code closeForcibly}).
+ * <p>Threads: the channel's event loop owns all of this. The state is also read from any thread
+ * ({@code isOpen}, {@code isActive}, {@code isInputShutdown}), so it is volatile. The addresses
+ * are plain fields, written before the channel is active (in the constructor, or when the connect
+ * completes) and read from other threads through {@code AbstractChannel}'s
+ * {@code localAddress()}/{@code remoteAddress()}, which keep them in volatile fields once read. An
+ * accepted channel's constructor runs on its connection's IO loop, and the server's loop may close
+ * an accepted channel that was never registered ({@code closeForcibly}).
  */
 abstract class AbstractJrdmaChannel extends AbstractChannel {
     /** For an accepted channel: the group that accepted it (its loops serve the connection); else null. */
