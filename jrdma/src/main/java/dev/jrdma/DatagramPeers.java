@@ -46,7 +46,7 @@ final class DatagramPeers {
         return maxSenders;
     }
 
-    /** How long a resolve, a join or a leave may take before it fails. */
+    /** The endpoint's resolve timeout: a resolve or a join fails a second after it, a leave waits as long. */
     Duration resolveTimeout() {
         return resolveTimeout;
     }

@@ -180,7 +180,8 @@ final class DatagramSends {
 
     /**
      * Fails every send still in flight with {@code why}; by the teardown, once the queue pair is
-     * gone and no completion can come for them. The slots stay taken: the endpoint is closed.
+     * gone and no completion can come for them. Their slots are emptied, not freed: nothing posts
+     * on a closed endpoint.
      */
     void failInFlight(RuntimeException why) {
         List<Object[]> failed = new ArrayList<>();
