@@ -34,7 +34,6 @@ class SizeLimitsTest {
     static final Map<String, Integer> LARGE_FILES = Map.ofEntries(
             Map.entry("dev/jrdma/Rdma.java", 973),
             Map.entry("dev/jrdma/Connection.java", 1161),
-            Map.entry("dev/jrdma/DatagramEndpoint.java", 832),
             Map.entry("dev/jrdma/provider/tcp/TcpResponder.java", 781),
             Map.entry("dev/jrdma/provider/tcp/TcpQueuePair.java", 778),
             Map.entry("dev/jrdma/provider/verbs/VerbsDatagramQueuePair.java", 663),
