@@ -111,6 +111,9 @@ final class DutyCycle {
      * then the handed-off ones, as long as either has any.
      */
     int runTasks() {
+        if (later.isEmpty() && handedOff.isEmpty()) {
+            return 0;   // the common case of a spinning loop: two looks, no polls
+        }
         int n = 0;
         Runnable r;
         do {

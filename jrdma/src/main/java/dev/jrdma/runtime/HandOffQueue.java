@@ -52,6 +52,15 @@ final class HandOffQueue<E> {
     @SuppressWarnings("unused")
     private volatile long headCache;
     private final ConcurrentLinkedQueue<E> overflow = new ConcurrentLinkedQueue<>();
+    /**
+     * Set (volatile) by a producer after it added to {@link #overflow}, cleared by the consumer
+     * before it finds the overflow empty: so that the consumer's look at an empty queue, every
+     * pass of a spinning loop, reads the ring's two counters and this word, not the overflow
+     * queue's nodes (counted: the empty look was a fifth of an idle pass). A producer sets it
+     * after its add, and the consumer looks at the overflow after clearing it, so an element is
+     * never left behind a cleared flag.
+     */
+    private volatile boolean overflowed;
 
     HandOffQueue() {
         this(DEFAULT_CAPACITY);
@@ -70,8 +79,9 @@ final class HandOffQueue<E> {
         if (e == null) {
             throw new NullPointerException("element");
         }
-        if (!overflow.isEmpty() || !offerToRing(e)) {
+        if (overflowed || !offerToRing(e)) {
             overflow.add(e);
+            overflowed = true;
         }
     }
 
@@ -110,11 +120,24 @@ final class HandOffQueue<E> {
         if ((long) TAIL.getVolatile(this) != h) {
             return null;   // a producer between its compare-and-set and its store: the ring keeps order
         }
-        return overflow.poll();
+        return overflowed ? pollOverflow() : null;
+    }
+
+    /** The ring is empty and a producer has used the overflow: its oldest element, or null (then the flag is down). */
+    private E pollOverflow() {
+        E e = overflow.poll();
+        if (e == null) {
+            overflowed = false;
+            e = overflow.poll();   // added before the flag went down, by a producer that then set it again or is about to
+            if (e != null) {
+                overflowed = true;
+            }
+        }
+        return e;
     }
 
     /** Whether nothing is handed over, nor being handed over. The consumer only. */
     boolean isEmpty() {
-        return (long) TAIL.getVolatile(this) == (long) HEAD.getOpaque(this) && overflow.isEmpty();
+        return (long) TAIL.getVolatile(this) == (long) HEAD.getOpaque(this) && (!overflowed || overflow.isEmpty());
     }
 }

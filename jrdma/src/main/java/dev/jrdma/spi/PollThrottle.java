@@ -24,9 +24,10 @@ public final class PollThrottle {
         if (active) {
             return true;
         }
-        if ((++calls & 63) != 0) {
-            return false;
-        }
+        return (++calls & 63) == 0 && clockSaysDue();   // kept small, so that the JIT inlines it into every pass
+    }
+
+    private boolean clockSaysDue() {
         long now = System.nanoTime();
         if (now - lastLook < intervalNanos) {
             return false;

@@ -2,9 +2,11 @@ package dev.jrdma.provider.verbs;
 
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.os.Errno;
+import dev.jrdma.provider.verbs.ffi.DataPathVerbs;
 import dev.jrdma.provider.verbs.ffi.IbvContext;
 import dev.jrdma.provider.verbs.ffi.IbvWc;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
+import dev.jrdma.provider.verbs.ffi.RawMemory;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.CompletionSink;
 import dev.jrdma.spi.DatagramQueuePair;
@@ -28,18 +30,23 @@ final class VerbsCompletionQueue implements CompletionQueue {
 
     VerbsCompletionQueue(MemorySegment cq, MemorySegment context) {
         this.cq = cq;
+        this.cqAddr = cq.address();
         this.pollFn = IbvContext.pollCqFn(context);
         this.notifyFn = IbvContext.reqNotifyCqFn(context);
     }
+
+    /** {@link #cq} and {@link #wcs} by address, for the hot path ({@link RawMemory}); valid until {@link #close}. */
+    private final long cqAddr;
+    private final long wcsAddr = wcs.address();
 
     @Override
     public int poll(CompletionSink sink, int max) {
         int n = pollInto(max);
         for (int i = 0; i < n; i++) {
-            int flags = IbvWc.wcFlags(wcs, i);
-            boolean withImm = (flags & IbvWc.WITH_IMM) != 0;
-            sink.onCompletion(IbvWc.wrId(wcs, i), IbvWc.status(wcs, i), IbvWc.opcode(wcs, i), IbvWc.byteLen(wcs, i),
-                    withImm ? IbvWc.immData(wcs, i) : 0, withImm);
+            long wc = wcsAddr + i * IbvWc.SIZE;
+            boolean withImm = (IbvWc.wcFlagsAt(wc) & IbvWc.WITH_IMM) != 0;
+            sink.onCompletion(IbvWc.wrIdAt(wc), IbvWc.statusAt(wc), IbvWc.opcodeAt(wc), IbvWc.byteLenAt(wc),
+                    withImm ? IbvWc.immDataAt(wc) : 0, withImm);
         }
         return n;
     }
@@ -67,7 +74,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
         if (destroyed) {
             throw new IllegalStateException("poll of a destroyed completion queue");
         }
-        int n = LibIbverbs.pollCq(pollFn, cq, Math.min(max, BATCH), wcs);
+        int n = DataPathVerbs.pollCq(pollFn, cqAddr, Math.min(max, BATCH), wcsAddr);
         if (n < 0) {
             throw new RdmaException("ibv_poll_cq failed (" + n + "): the CQ overran or the device failed");
         }

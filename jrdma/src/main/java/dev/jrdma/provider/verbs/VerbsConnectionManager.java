@@ -182,6 +182,17 @@ final class VerbsConnectionManager implements ConnectionManager {
     public int processEvents(CmEventHandler handler) {
         // Called on every pass of the IO thread; rdma_get_cm_event on the non-blocking channel is a
         // read(2) even when there is nothing, which a spinning data path must not pay each pass.
+        // This head is what such a pass runs (small enough for the JIT to inline into the pass):
+        // no RTU awaited and the throttle not due is the answer of almost every pass.
+        boolean rtuAwaited = !awaitingRtu.isEmpty();
+        if (!rtuAwaited && !throttle.due()) {
+            return 0;
+        }
+        return processDueEvents(handler, !rtuAwaited);
+    }
+
+    /** {@link #processEvents} when an RTU is awaited or ({@code due}) the throttle said look. */
+    private int processDueEvents(CmEventHandler handler, boolean due) {
         if (closed) {
             return 0;
         }
@@ -189,7 +200,7 @@ final class VerbsConnectionManager implements ConnectionManager {
         // oldest, no syscall): behind the throttle they waited for its 64th pass, which a thread that
         // wakes every 50 ms for its timers and sleeps again after a pass or two reaches only seconds late.
         int n = awaitingRtu.isEmpty() ? 0 : dropLate(handler);
-        if (!throttle.due()) {
+        if (!due && !throttle.due()) {
             return n;
         }
         MemorySegment event;

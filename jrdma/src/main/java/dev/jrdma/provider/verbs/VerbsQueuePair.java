@@ -1,5 +1,6 @@
 package dev.jrdma.provider.verbs;
 
+import dev.jrdma.provider.verbs.ffi.DataPathVerbs;
 import dev.jrdma.provider.verbs.ffi.IbvContext;
 import dev.jrdma.provider.verbs.ffi.IbvQp;
 import dev.jrdma.provider.verbs.ffi.IbvQpAttr;
@@ -8,6 +9,7 @@ import dev.jrdma.provider.verbs.ffi.IbvRecvWr;
 import dev.jrdma.provider.verbs.ffi.IbvSendWr;
 import dev.jrdma.provider.verbs.ffi.IbvSge;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
+import dev.jrdma.provider.verbs.ffi.RawMemory;
 import dev.jrdma.spi.QueuePair;
 import dev.jrdma.spi.QueuePairSpec;
 
@@ -18,8 +20,9 @@ import java.lang.foreign.ValueLayout;
 /**
  * An RC {@code ibv_qp} made by {@code rdma_create_qp}. An array of send work requests (one per
  * send-queue entry, each with its SGE), one receive request and the bad-wr slot are allocated
- * once and refilled per post: posting allocates nothing, and so is not thread-safe (the API
- * layer serialises posts per connection). A chain is the first {@code n} of the array linked by
+ * once and refilled per post, by address ({@link RawMemory}): posting allocates nothing and
+ * checks nothing twice, and so is not thread-safe (the API layer serialises posts per
+ * connection). A chain is the first {@code n} of the array linked by
  * {@code next}, posted with one {@code ibv_post_send}: one doorbell.
  */
 final class VerbsQueuePair implements QueuePair {
@@ -32,12 +35,21 @@ final class VerbsQueuePair implements QueuePair {
     private final int chainCapacity;
     private final MemorySegment sendWrs;
     private final MemorySegment sendSges;
-    /** Views of each request and SGE, made once: the post path creates no segments. */
+    /** Views of each request and SGE, made once, for the control requests (a window's bind). */
     private final MemorySegment[] wrAt;
     private final MemorySegment[] sgeAt;
     private final MemorySegment recvWr = arena.allocate(IbvRecvWr.LAYOUT);
     private final MemorySegment recvSge = arena.allocate(IbvSge.LAYOUT);
     private final MemorySegment badWr = arena.allocate(ValueLayout.ADDRESS);
+    /**
+     * The same memory by address, for the hot path (see {@link RawMemory}): the arena lives
+     * until {@link #release}, after the QP is destroyed and nothing posts any more.
+     */
+    private final long qpAddr;
+    private final long sendWrsAddr;
+    private final long sendSgesAddr;
+    private final long badWrAddr;
+    private final long recvWrAddr = recvWr.address();
 
     VerbsQueuePair(MemorySegment qp, MemorySegment context, MemorySegment grantedInit, QueuePairSpec asked) {
         this.qp = qp.reinterpret(IbvQp.LAYOUT.byteSize());
@@ -53,10 +65,23 @@ final class VerbsQueuePair implements QueuePair {
         this.sendSges = arena.allocate(IbvSge.LAYOUT, chainCapacity);
         this.wrAt = new MemorySegment[chainCapacity];
         this.sgeAt = new MemorySegment[chainCapacity];
+        this.qpAddr = this.qp.address();
+        this.sendWrsAddr = sendWrs.address();
+        this.sendSgesAddr = sendSges.address();
+        this.badWrAddr = badWr.address();
         for (int i = 0; i < chainCapacity; i++) {
-            wrAt[i] = sendWrs.asSlice(i * IbvSendWr.LAYOUT.byteSize(), IbvSendWr.LAYOUT);
+            wrAt[i] = sendWrs.asSlice(i * IbvSendWr.SIZE, IbvSendWr.LAYOUT);
             sgeAt[i] = sendSges.asSlice(i * IbvSge.LAYOUT.byteSize(), IbvSge.LAYOUT);
+            IbvSendWr.presetAt(wrAddr(i), sgeAddr(i));
         }
+    }
+
+    private long wrAddr(int index) {
+        return sendWrsAddr + index * IbvSendWr.SIZE;
+    }
+
+    private long sgeAddr(int index) {
+        return sendSgesAddr + index * IbvSge.LAYOUT.byteSize();
     }
 
     @Override
@@ -84,32 +109,31 @@ final class VerbsQueuePair implements QueuePair {
     @Override
     public void stage(int index, long wrId, int opcode, int flags, long localAddr, int length, int lkey,
                       long remoteAddr, int rkey, long compareAdd, long swap, int imm) {
-        MemorySegment wr = wrAt[index];
-        MemorySegment sge = sgeAt[index];
         if (opcode == WR_BIND_MW) {   // a control request (toRemoteFor): the segments made here do not matter
-            IbvSendWr.set(wr, wrId, sge, 0, opcode, flags);
+            MemorySegment wr = wrAt[index];
+            IbvSendWr.set(wr, wrId, sgeAt[index], 0, opcode, flags);   // sg_list as preset
             IbvSendWr.immData(wr, 0);   // rxe refuses a bind whose imm_data (left by an earlier request here) is not 0
             IbvSendWr.bindMw(wr, MemorySegment.ofAddress(remoteAddr), rkey, MemorySegment.ofAddress(compareAdd),
                     localAddr, Integer.toUnsignedLong(length), (int) swap);
             return;
         }
-        IbvSge.set(sge, localAddr, length, lkey);
-        IbvSendWr.set(wr, wrId, sge, length == 0 ? 0 : 1, opcode, flags);
+        long wr = wrAddr(index);
+        IbvSge.setAt(sgeAddr(index), localAddr, length, lkey);
+        IbvSendWr.setAt(wr, wrId, length == 0 ? 0 : 1, opcode, flags);
         if (opcode == WR_ATOMIC_CMP_AND_SWP || opcode == WR_ATOMIC_FETCH_AND_ADD) {
-            IbvSendWr.atomic(wr, remoteAddr, rkey, compareAdd, swap);
+            IbvSendWr.atomicAt(wr, remoteAddr, rkey, compareAdd, swap);
         } else {
-            IbvSendWr.rdma(wr, remoteAddr, rkey);
-            IbvSendWr.immData(wr, imm);
+            IbvSendWr.rdmaAt(wr, remoteAddr, rkey, imm);
         }
     }
 
     @Override
     public int postStaged(int count) {
         for (int i = 0; i < count - 1; i++) {
-            IbvSendWr.next(wrAt[i], wrAt[i + 1]);
+            IbvSendWr.nextAt(wrAddr(i), wrAddr(i + 1));
         }
-        IbvSendWr.next(wrAt[count - 1], MemorySegment.NULL);
-        return LibIbverbs.postSend(postSendFn, qp, sendWrs, badWr);
+        IbvSendWr.nextAt(wrAddr(count - 1), 0);
+        return DataPathVerbs.postSend(postSendFn, qpAddr, sendWrsAddr, badWrAddr);
     }
 
     @Override
@@ -125,7 +149,7 @@ final class VerbsQueuePair implements QueuePair {
     public int postRecv(long wrId, long localAddr, int length, int lkey) {
         IbvSge.set(recvSge, localAddr, length, lkey);
         IbvRecvWr.set(recvWr, wrId, recvSge, 1);
-        return LibIbverbs.postRecv(postRecvFn, qp, recvWr, badWr);
+        return DataPathVerbs.postRecv(postRecvFn, qpAddr, recvWrAddr, badWrAddr);
     }
 
     @Override

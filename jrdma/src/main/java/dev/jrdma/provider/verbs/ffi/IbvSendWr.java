@@ -69,7 +69,47 @@ public final class IbvSendWr {
     private static final long BIND_LENGTH = offset(LAYOUT, "bind_mw.bind_info.length");
     private static final long BIND_ACCESS = offset(LAYOUT, "bind_mw.bind_info.mw_access_flags");
 
+    /** The size of one request: the stride of an array of them. */
+    public static final long SIZE = LAYOUT.byteSize();
+
     private IbvSendWr() {
+    }
+
+    // The hot path's setters, by address (see RawMemory): a queue pair stages its requests in
+    // memory it owns, and each store here is a plain store.
+
+    /** What never changes for the request at {@code wr}: its one-entry SGE list at {@code sge}, and no successor yet. */
+    public static void presetAt(long wr, long sge) {
+        RawMemory.putLong(wr + SG_LIST, sge);
+        RawMemory.putLong(wr + NEXT, 0);
+    }
+
+    /** The header of the request at {@code wr} (its SGE list preset by {@link #presetAt}). */
+    public static void setAt(long wr, long wrId, int numSge, int opcode, int sendFlags) {
+        RawMemory.putLong(wr + WR_ID, wrId);
+        RawMemory.putInt(wr + NUM_SGE, numSge);
+        RawMemory.putInt(wr + OPCODE, opcode);
+        RawMemory.putInt(wr + SEND_FLAGS, sendFlags);
+    }
+
+    /** An RDMA request's target and immediate data (given in host order, stored in network order). */
+    public static void rdmaAt(long wr, long remoteAddr, int rkey, int imm) {
+        RawMemory.putLong(wr + RDMA_REMOTE_ADDR, remoteAddr);
+        RawMemory.putInt(wr + RDMA_RKEY, rkey);
+        RawMemory.putInt(wr + IMM_DATA, Integer.reverseBytes(imm));
+    }
+
+    /** An atomic request's target and operands. */
+    public static void atomicAt(long wr, long remoteAddr, int rkey, long compareAdd, long swap) {
+        RawMemory.putLong(wr + ATOMIC_REMOTE_ADDR, remoteAddr);
+        RawMemory.putInt(wr + ATOMIC_RKEY, rkey);
+        RawMemory.putLong(wr + ATOMIC_COMPARE_ADD, compareAdd);
+        RawMemory.putLong(wr + ATOMIC_SWAP, swap);
+    }
+
+    /** The request after the one at {@code wr} in a chain (0: the last). */
+    public static void nextAt(long wr, long next) {
+        RawMemory.putLong(wr + NEXT, next);
     }
 
     /**

@@ -19,6 +19,13 @@ public final class IbvSge {
     private IbvSge() {
     }
 
+    /** {@link #set} by address (see {@link RawMemory}): the hot path's. */
+    public static void setAt(long sge, long addr, int length, int lkey) {
+        RawMemory.putLong(sge + ADDR, addr);
+        RawMemory.putInt(sge + LENGTH, length);
+        RawMemory.putInt(sge + LKEY, lkey);
+    }
+
     public static void set(MemorySegment sge, long addr, int length, int lkey) {
         sge.set(U64, ADDR, addr);
         sge.set(U32, LENGTH, length);

@@ -130,6 +130,39 @@ class FunctionPointerPathsTest {
             assertEquals(Errno.EINVAL, LibIbverbs.postRecv(IbvContext.postRecvFn(ctx), any, any, any));
             assertEquals(-1, LibIbverbs.pollCq(IbvContext.pollCqFn(ctx), any, 4, any), "poll failure is negative");
             assertEquals(Errno.EIO, LibIbverbs.reqNotifyCq(IbvContext.reqNotifyCqFn(ctx), any, false));
+            // The data path's forms by address reach the same function pointers and return their codes as they are.
+            long at = any.address();
+            assertEquals(Errno.ENOMEM, DataPathVerbs.postSend(IbvContext.postSendFn(ctx), at, at, at), "send queue full");
+            assertEquals(Errno.EINVAL, DataPathVerbs.postRecv(IbvContext.postRecvFn(ctx), at, at, at));
+            assertEquals(-1, DataPathVerbs.pollCq(IbvContext.pollCqFn(ctx), at, 4, at), "poll failure is negative");
+        }
+    }
+
+    /** What the fake poll_cq below was handed: the CQ, the count and the array, as addresses. */
+    private static final long[] POLLED = new long[3];
+
+    static int fakePollCq(MemorySegment cq, int max, MemorySegment wcs) {
+        POLLED[0] = cq.address();
+        POLLED[1] = max;
+        POLLED[2] = wcs.address();
+        RawMemory.putLong(wcs.address(), 0x1234_5678_9abcL);   // the first completion's wr_id
+        return 1;
+    }
+
+    @Test
+    void theDataPathsPollHandsItsAddressesOverAsTheyAreAndReadsTheCompletionBack() throws Exception {
+        try (FakeVerbsContext fake = new FakeVerbsContext()) {
+            fake.contextOp("poll_cq", MethodHandles.lookup().findStatic(FunctionPointerPathsTest.class, "fakePollCq",
+                    MethodType.methodType(int.class, MemorySegment.class, int.class, MemorySegment.class)),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
+            MemorySegment cq = fake.arena.allocate(64);
+            MemorySegment wcs = fake.arena.allocate(IbvWc.LAYOUT, 4);
+            assertEquals(1, DataPathVerbs.pollCq(IbvContext.pollCqFn(fake.context), cq.address(), 4, wcs.address()));
+            assertEquals(cq.address(), POLLED[0]);
+            assertEquals(4, POLLED[1]);
+            assertEquals(wcs.address(), POLLED[2]);
+            assertEquals(0x1234_5678_9abcL, IbvWc.wrIdAt(wcs.address()));
+            assertEquals(0x1234_5678_9abcL, IbvWc.wrId(wcs, 0), "the segment reader agrees");
         }
     }
 }
