@@ -1,6 +1,9 @@
 package dev.jrdma;
 
-/** How an IO thread waits for completions. */
+/**
+ * How an IO thread waits for completions. {@link Rdma.Builder#idleStrategy} chooses among more
+ * ways (yielding, backing off, a spin budget of one's own); each mode is one of them.
+ */
 public enum CompletionMode {
     /** Busy-poll the completion queues: lowest latency, one core per IO thread. */
     POLLING,

@@ -13,7 +13,6 @@ import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.UnsupportedCapabilityException;
 import dev.jrdma.memory.MemoryRegistrar;
 import dev.jrdma.memory.PooledBlock;
-import dev.jrdma.runtime.IdleWait;
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.ConnectionLimits;
 import dev.jrdma.spi.Device;
@@ -589,6 +588,7 @@ public final class Rdma implements AutoCloseable {
         private LongSupplier clock = System::nanoTime;
         private String device;
         private CompletionMode completionMode = CompletionMode.ADAPTIVE;
+        private IdleStrategy idleStrategy;   // null: the completion mode's
         private int ioThreads = 1;
         private int ioLoops;
         private boolean singleThreaded;
@@ -836,6 +836,18 @@ public final class Rdma implements AutoCloseable {
         }
 
         /**
+         * What the IO threads do after a pass that found no work, instead of what the completion mode
+         * implies (see {@link IdleStrategy}); {@link #build()} refuses it with INLINE or IO loops.
+         *
+         * @param strategy the strategy, or null for the completion mode's
+         * @return this builder
+         */
+        public Builder idleStrategy(IdleStrategy strategy) {
+            idleStrategy = strategy;
+            return this;
+        }
+
+        /**
          * IO threads connections are spread over (default 1: the single-thread IO model), or
          * {@link Rdma#INLINE} (0): none, the application calls {@link Rdma#poll()}.
          *
@@ -918,27 +930,16 @@ public final class Rdma implements AutoCloseable {
             return this;
         }
 
-        /**
-         * The provider asked for, opened; for {@code auto}: verbs when it has a device that opens,
-         * else tcp, saying why verbs was passed over in {@link Rdma#providerChoice()} (and the log, at DEBUG).
-         */
+        /** The provider asked for, opened (for {@code auto}, see {@link ProviderSelection#open}). */
         ProviderSelection chooseAndOpen() {
             return ProviderSelection.open(provider, providerInstance, device);
         }
 
         /** The IO threads (or loops) asked for. */
         IoPlan ioPlan() {
-            boolean pollingOnly = ioLoops == 0 && (ioThreads == INLINE || completionMode == CompletionMode.POLLING);
-            return new IoPlan(ioThreads, ioLoops, singleThreaded, idleWait(completionMode), pollingOnly, cpus);
-        }
-
-        /** The IO thread's side of a completion mode. */
-        private static IdleWait idleWait(CompletionMode mode) {
-            return switch (mode) {
-                case POLLING -> IdleWait.SPIN;
-                case EVENT -> IdleWait.SLEEP;
-                case ADAPTIVE -> IdleWait.SPIN_THEN_SLEEP;
-            };
+            var idle = IdleStrategy.forIoThreads(idleStrategy, completionMode, ioThreads == INLINE, ioLoops);
+            boolean pollingOnly = ioLoops == 0 && (ioThreads == INLINE || !idle.sleeps());   // nobody arms or sleeps
+            return new IoPlan(ioThreads, ioLoops, singleThreaded, idle, pollingOnly, cpus);
         }
 
         /** The connection manager's limits on handshakes and idle connections. */
@@ -948,9 +949,7 @@ public final class Rdma implements AutoCloseable {
 
         /** The accept policy of the servers: the source penalties, maxConnections, maxConnectionsPerSource. */
         AcceptPolicy acceptPolicy() {
-            return new AcceptPolicy(sourcePenalties ? new SourcePenalties() : null, maxConnections,
-                    maxConnectionsPerSource > 0 ? maxConnectionsPerSource
-                            : Math.min(maxConnections, Math.max(1024, maxConnections / 4)));
+            return AcceptPolicy.of(sourcePenalties, maxConnections, maxConnectionsPerSource);
         }
 
         /**
@@ -963,6 +962,7 @@ public final class Rdma implements AutoCloseable {
                 throw new IllegalArgumentException("ioLoops(" + ioLoops + ") is not for " + (singleThreaded ? "singleThreaded"
                         : "cpuAffinity") + ": the application's threads drive the loops (pin those threads instead)");
             }
+            IdleStrategy.forIoThreads(idleStrategy, completionMode, ioThreads == INLINE, ioLoops);   // refused before anything opens
             if (singleThreaded && ioThreads != INLINE) {
                 throw new IllegalArgumentException("singleThreaded needs ioThreads(Rdma.INLINE): with IO threads of its own "
                         + "(ioThreads " + ioThreads + "), completions run on them, not on one owner thread");

@@ -2,7 +2,8 @@
  * The IO loops, in Agrona's parts: a {@code DutyCycle} (one pass: the tasks handed over, the
  * sources woken, every source not at rest; the timers), who runs its passes ({@code ThreadRunner}:
  * a thread of its own, pinned to a CPU when asked, idling as its {@code IdleStrategy} says: spin,
- * sleep, or spin then sleep, what the API's {@code CompletionMode} maps to through {@code IdleWait};
+ * yield, sleep, spin then sleep, or back off (spin, yield, sleep), what the API's
+ * {@code IdleStrategy} or {@code CompletionMode} maps to through {@code IdleWait};
  * {@code CallerInvoker}: no thread, the caller's passes, inline, confined to one owner, or driven
  * by another framework's event loop), and a {@code WakeUp} (an eventfd and the poll(2) sleep on it
  * and the sources' event fds). {@code IoThread} is their face.

@@ -56,4 +56,43 @@ class IdleStrategyTest {
         s.idle(sleep);
         assertEquals(1, sleep.sleeps, "spins again after work");
     }
+
+    @Test
+    void yieldingNeverSleeps() {
+        IdleStrategy s = IdleWait.YIELD.newStrategy();
+        CountingSleep sleep = new CountingSleep();
+        for (int i = 0; i < 1_000; i++) {
+            s.idle(sleep);
+        }
+        assertEquals(0, sleep.sleeps);
+        assertTrue(!IdleWait.YIELD.sleeps() && !IdleWait.SPIN.sleeps(), "the never-sleeping strategies say so");
+    }
+
+    @Test
+    void backoffSpinsThenYieldsForItsCountsThenSleepsAndStartsAgainAfterWorkOrASleep() {
+        IdleStrategy s = IdleWait.backoff(5, 3).newStrategy();
+        CountingSleep sleep = new CountingSleep();
+        for (int i = 0; i < 8; i++) {
+            s.idle(sleep);
+        }
+        assertEquals(0, sleep.sleeps, "5 spins and 3 yields before the first sleep");
+        s.idle(sleep);
+        assertEquals(1, sleep.sleeps);
+        assertEquals(DutyCycle.MAX_SLEEP_MS, sleep.maxMillis);
+        for (int i = 0; i < 8; i++) {
+            s.idle(sleep);
+        }
+        assertEquals(1, sleep.sleeps, "after a sleep it backs off from the start");
+        s.reset();   // work
+        for (int i = 0; i < 8; i++) {
+            s.idle(sleep);
+        }
+        assertEquals(1, sleep.sleeps, "after work it backs off from the start");
+        s.idle(sleep);
+        assertEquals(2, sleep.sleeps);
+        IdleStrategy none = IdleWait.backoff(0, 0).newStrategy();
+        none.idle(sleep);
+        assertEquals(3, sleep.sleeps, "no spins and no yields: it sleeps at once");
+        assertTrue(IdleWait.backoff(0, 0).sleeps());
+    }
 }

@@ -29,6 +29,16 @@ public final class AcceptPolicy {
      * @param maxConnections the most connections the servers hold at once
      * @param maxConnectionsPerSource the most from one source (at {@code maxConnections} or more: no such limit)
      */
+    /**
+     * The builder's settings as a policy: penalties on or off, and at most
+     * {@code maxConnectionsPerSource} per source (0: a quarter of {@code maxConnections}, at
+     * least 1024 and at most all of them).
+     */
+    public static AcceptPolicy of(boolean sourcePenalties, int maxConnections, int maxConnectionsPerSource) {
+        return new AcceptPolicy(sourcePenalties ? new SourcePenalties() : null, maxConnections,
+                maxConnectionsPerSource > 0 ? maxConnectionsPerSource : Math.min(maxConnections, Math.max(1024, maxConnections / 4)));
+    }
+
     public AcceptPolicy(SourcePenalties penalties, int maxConnections, int maxConnectionsPerSource) {
         this.penalties = penalties;
         this.maxConnections = maxConnections;
