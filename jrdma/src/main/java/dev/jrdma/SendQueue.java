@@ -2,6 +2,7 @@ package dev.jrdma;
 
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.RdmaTimeoutException;
+import dev.jrdma.os.RawMemory;
 import dev.jrdma.runtime.IoThread;
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.Device;
@@ -11,7 +12,6 @@ import dev.jrdma.spi.QueuePair;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -74,7 +74,7 @@ final class SendQueue {
 
     /** The 8-byte value the atomic of {@code o} returned. */
     long valueOf(SendOperation o) {
-        return scratchMr.memory().get(ValueLayout.JAVA_LONG, 8L * o.slot);
+        return RawMemory.getLong(scratch(o));   // read on completion, before close frees the words
     }
 
     /**

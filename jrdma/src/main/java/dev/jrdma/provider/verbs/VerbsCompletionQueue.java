@@ -6,7 +6,7 @@ import dev.jrdma.provider.verbs.ffi.DataPathVerbs;
 import dev.jrdma.provider.verbs.ffi.IbvContext;
 import dev.jrdma.provider.verbs.ffi.IbvWc;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
-import dev.jrdma.provider.verbs.ffi.RawMemory;
+import dev.jrdma.os.RawMemory;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.CompletionSink;
 import dev.jrdma.spi.DatagramQueuePair;

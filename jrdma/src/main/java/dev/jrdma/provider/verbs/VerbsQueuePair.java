@@ -9,7 +9,7 @@ import dev.jrdma.provider.verbs.ffi.IbvRecvWr;
 import dev.jrdma.provider.verbs.ffi.IbvSendWr;
 import dev.jrdma.provider.verbs.ffi.IbvSge;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
-import dev.jrdma.provider.verbs.ffi.RawMemory;
+import dev.jrdma.os.RawMemory;
 import dev.jrdma.spi.QueuePair;
 import dev.jrdma.spi.QueuePairSpec;
 

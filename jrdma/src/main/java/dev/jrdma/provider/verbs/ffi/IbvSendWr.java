@@ -1,5 +1,6 @@
 package dev.jrdma.provider.verbs.ffi;
 
+import dev.jrdma.os.RawMemory;
 import static dev.jrdma.os.CLayouts.*;
 
 import java.lang.foreign.MemorySegment;

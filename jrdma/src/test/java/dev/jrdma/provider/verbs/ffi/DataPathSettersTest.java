@@ -1,5 +1,6 @@
 package dev.jrdma.provider.verbs.ffi;
 
+import dev.jrdma.os.RawMemory;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

@@ -1,11 +1,12 @@
-package dev.jrdma.provider.verbs.ffi;
+package dev.jrdma.os;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * Plain loads and stores at native addresses, for the verbs hot path: the work requests, SGEs
- * and work completions a queue pair and a completion queue own for their whole life.
+ * Plain loads and stores at native addresses, for the hot paths: the work requests, SGEs and work
+ * completions a verbs queue pair and completion queue own for their whole life, the atomics'
+ * scratch words a connection's send queue owns.
  *
  * <p>Why not the owners' segments: every access through a segment of a shared arena checks its
  * bounds, its alignment and that the arena is still open, and every segment passed to a downcall
@@ -14,7 +15,8 @@ import java.lang.foreign.ValueLayout;
  * 214 instructions that way. Through one constant segment over all of memory the JIT folds those
  * checks away, and a store is a store. The price is that nothing checks the address: callers
  * pass only addresses of memory they allocated and free it after the last access (the queue pair's
- * and completion queue's own arenas, closed after the QP and CQ are destroyed).
+ * and completion queue's own arenas, closed after the QP and CQ are destroyed; the send queue's
+ * scratch arena, closed once nothing is in flight).
  */
 public final class RawMemory {
     private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
