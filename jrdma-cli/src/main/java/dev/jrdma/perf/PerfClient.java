@@ -4,7 +4,6 @@ import dev.jrdma.Connection;
 import dev.jrdma.Batch;
 import dev.jrdma.ConnectionState;
 import dev.jrdma.LocalRegion;
-import dev.jrdma.LongCompletionHandler;
 import dev.jrdma.Rdma;
 import dev.jrdma.RemoteRegion;
 import dev.jrdma.exceptions.RdmaException;
@@ -220,7 +219,7 @@ final class PerfClient implements AutoCloseable {
                 switch (test) {
                     case WRITE_BW -> c.write(src, target, null, done);
                     case READ_BW -> c.read(target, dst, null, done);
-                    case ATOMIC_BW -> c.fetchAndAdd(word, 1, null, (LongCompletionHandler<Object>) atomics);
+                    case ATOMIC_BW -> c.fetchAndAdd(word, 1, null, atomics);
                     case SEND_BW -> c.send(src, null, done);
                     default -> throw new IllegalStateException(test.name());
                 }
@@ -346,7 +345,7 @@ final class PerfClient implements AutoCloseable {
                 }
                 case ATOMIC_LAT -> {
                     long before = atomics.completed;
-                    c.fetchAndAdd(target, 1, null, (LongCompletionHandler<Object>) atomics);   // size is 8: the word; unboxed
+                    c.fetchAndAdd(target, 1, null, atomics);   // size is 8: the word
                     awaitCount(atomics, before + 1);
                 }
                 case SEND_LAT -> {
@@ -401,18 +400,12 @@ final class PerfClient implements AutoCloseable {
      * Counts completions without allocating; the first failure ends the run. A {@link Batch}'s
      * completion (its array of results) counts as many as it had operations.
      */
-    static final class Counter<V> implements CompletionHandler<V, Object>, LongCompletionHandler<Object> {
+    static final class Counter<V> implements CompletionHandler<V, Object> {
         long completed;
 
         @Override
         public void completed(V v, Object a) {
             completed += v instanceof long[] batch ? batch.length : 1;
-        }
-
-        /** An atomic's prior value, unboxed: the zero-allocation form a latency-minded application uses. */
-        @Override
-        public void completed(long value, Object a) {
-            completed++;
         }
 
         @Override
