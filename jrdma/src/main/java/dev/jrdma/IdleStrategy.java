@@ -25,7 +25,8 @@ public final class IdleStrategy {
     private static final IdleStrategy BUSY_SPIN = new IdleStrategy(IdleWait.SPIN, "busySpin()");
     private static final IdleStrategy YIELDING = new IdleStrategy(IdleWait.YIELD, "yielding()");
     private static final IdleStrategy SLEEPING = new IdleStrategy(IdleWait.SLEEP, "sleeping()");
-    private static final IdleStrategy ADAPTIVE = new IdleStrategy(IdleWait.SPIN_THEN_SLEEP, "spinThenSleep(PT0.00005S)");
+    private static final IdleStrategy ADAPTIVE = new IdleStrategy(IdleWait.SPIN_THEN_SLEEP,
+            "spinThenSleep(" + Duration.ofNanos(IdleWait.SPIN_THEN_SLEEP.spinNanos()) + ")");
 
     private final IdleWait wait;
     private final String text;

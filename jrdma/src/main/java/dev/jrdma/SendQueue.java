@@ -2,7 +2,7 @@ package dev.jrdma;
 
 import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.RdmaTimeoutException;
-import dev.jrdma.os.RawMemory;
+import dev.jrdma.os.AddressSpace;
 import dev.jrdma.runtime.IoThread;
 import dev.jrdma.spi.AccessFlags;
 import dev.jrdma.spi.Device;
@@ -74,7 +74,7 @@ final class SendQueue {
 
     /** The 8-byte value the atomic of {@code o} returned. */
     long valueOf(SendOperation o) {
-        return RawMemory.getLong(scratch(o));   // read on completion, before close frees the words
+        return AddressSpace.getLong(scratch(o));   // read on completion, before close frees the words
     }
 
     /**

@@ -1,12 +1,12 @@
 package dev.jrdma.provider.verbs;
 
 import dev.jrdma.exceptions.RdmaException;
+import dev.jrdma.os.AddressSpace;
 import dev.jrdma.os.Errno;
 import dev.jrdma.provider.verbs.ffi.DataPathVerbs;
 import dev.jrdma.provider.verbs.ffi.IbvContext;
 import dev.jrdma.provider.verbs.ffi.IbvWc;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
-import dev.jrdma.os.RawMemory;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.CompletionSink;
 import dev.jrdma.spi.DatagramQueuePair;
@@ -35,7 +35,7 @@ final class VerbsCompletionQueue implements CompletionQueue {
         this.notifyFn = IbvContext.reqNotifyCqFn(context);
     }
 
-    /** {@link #cq} and {@link #wcs} by address, for the hot path ({@link RawMemory}); valid until {@link #close}. */
+    /** {@link #cq} and {@link #wcs} by address, for the hot path ({@link AddressSpace}); valid until {@link #close}. */
     private final long cqAddr;
     private final long wcsAddr = wcs.address();
 

@@ -1,5 +1,6 @@
 package dev.jrdma.provider.verbs;
 
+import dev.jrdma.os.AddressSpace;
 import dev.jrdma.provider.verbs.ffi.DataPathVerbs;
 import dev.jrdma.provider.verbs.ffi.IbvContext;
 import dev.jrdma.provider.verbs.ffi.IbvQp;
@@ -9,7 +10,6 @@ import dev.jrdma.provider.verbs.ffi.IbvRecvWr;
 import dev.jrdma.provider.verbs.ffi.IbvSendWr;
 import dev.jrdma.provider.verbs.ffi.IbvSge;
 import dev.jrdma.provider.verbs.ffi.LibIbverbs;
-import dev.jrdma.os.RawMemory;
 import dev.jrdma.spi.QueuePair;
 import dev.jrdma.spi.QueuePairSpec;
 
@@ -20,7 +20,7 @@ import java.lang.foreign.ValueLayout;
 /**
  * An RC {@code ibv_qp} made by {@code rdma_create_qp}. An array of send work requests (one per
  * send-queue entry, each with its SGE), one receive request and the bad-wr slot are allocated
- * once and refilled per post, by address ({@link RawMemory}): posting allocates nothing and
+ * once and refilled per post, by address ({@link AddressSpace}): posting allocates nothing and
  * checks nothing twice, and so is not thread-safe (the API layer serialises posts per
  * connection). A chain is the first {@code n} of the array linked by
  * {@code next}, posted with one {@code ibv_post_send}: one doorbell.
@@ -42,7 +42,7 @@ final class VerbsQueuePair implements QueuePair {
     private final MemorySegment recvSge = arena.allocate(IbvSge.LAYOUT);
     private final MemorySegment badWr = arena.allocate(ValueLayout.ADDRESS);
     /**
-     * The same memory by address, for the hot path (see {@link RawMemory}): the arena lives
+     * The same memory by address, for the hot path (see {@link AddressSpace}): the arena lives
      * until {@link #release}, after the QP is destroyed and nothing posts any more.
      */
     private final long qpAddr;

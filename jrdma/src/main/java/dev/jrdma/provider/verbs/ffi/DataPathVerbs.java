@@ -1,10 +1,10 @@
 package dev.jrdma.provider.verbs.ffi;
 
-import dev.jrdma.os.RawMemory;
 import static dev.jrdma.os.CLayouts.INT;
 import static dev.jrdma.os.CLayouts.U64;
 import static java.lang.foreign.FunctionDescriptor.of;
 
+import dev.jrdma.os.AddressSpace;
 import dev.jrdma.os.NativeCalls;
 
 import java.lang.foreign.MemorySegment;
@@ -18,7 +18,7 @@ import java.lang.invoke.MethodHandle;
  * <p>Why by address: a segment of a shared arena passed to a downcall is acquired and released
  * around the call, two atomic operations per argument, on every post and every poll. The
  * addresses here are of memory the caller owns for the queue pair's or completion queue's whole
- * life (see {@link RawMemory}); {@link LibIbverbs} keeps the segment forms for the control path.
+ * life (see {@link AddressSpace}); {@link LibIbverbs} keeps the segment forms for the control path.
  * Each returns what the verb returns (0 or an errno; for a poll, the count or a negative value)
  * and allocates nothing.
  */

@@ -1,7 +1,8 @@
 package dev.jrdma.provider.verbs.ffi;
 
-import dev.jrdma.os.RawMemory;
 import static dev.jrdma.os.CLayouts.*;
+
+import dev.jrdma.os.AddressSpace;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
@@ -76,41 +77,41 @@ public final class IbvSendWr {
     private IbvSendWr() {
     }
 
-    // The hot path's setters, by address (see RawMemory): a queue pair stages its requests in
+    // The hot path's setters, by address (see AddressSpace): a queue pair stages its requests in
     // memory it owns, and each store here is a plain store.
 
     /** What never changes for the request at {@code wr}: its one-entry SGE list at {@code sge}, and no successor yet. */
     public static void presetAt(long wr, long sge) {
-        RawMemory.putLong(wr + SG_LIST, sge);
-        RawMemory.putLong(wr + NEXT, 0);
+        AddressSpace.putLong(wr + SG_LIST, sge);
+        AddressSpace.putLong(wr + NEXT, 0);
     }
 
     /** The header of the request at {@code wr} (its SGE list preset by {@link #presetAt}). */
     public static void setAt(long wr, long wrId, int numSge, int opcode, int sendFlags) {
-        RawMemory.putLong(wr + WR_ID, wrId);
-        RawMemory.putInt(wr + NUM_SGE, numSge);
-        RawMemory.putInt(wr + OPCODE, opcode);
-        RawMemory.putInt(wr + SEND_FLAGS, sendFlags);
+        AddressSpace.putLong(wr + WR_ID, wrId);
+        AddressSpace.putInt(wr + NUM_SGE, numSge);
+        AddressSpace.putInt(wr + OPCODE, opcode);
+        AddressSpace.putInt(wr + SEND_FLAGS, sendFlags);
     }
 
     /** An RDMA request's target and immediate data (given in host order, stored in network order). */
     public static void rdmaAt(long wr, long remoteAddr, int rkey, int imm) {
-        RawMemory.putLong(wr + RDMA_REMOTE_ADDR, remoteAddr);
-        RawMemory.putInt(wr + RDMA_RKEY, rkey);
-        RawMemory.putInt(wr + IMM_DATA, Integer.reverseBytes(imm));
+        AddressSpace.putLong(wr + RDMA_REMOTE_ADDR, remoteAddr);
+        AddressSpace.putInt(wr + RDMA_RKEY, rkey);
+        AddressSpace.putInt(wr + IMM_DATA, Integer.reverseBytes(imm));
     }
 
     /** An atomic request's target and operands. */
     public static void atomicAt(long wr, long remoteAddr, int rkey, long compareAdd, long swap) {
-        RawMemory.putLong(wr + ATOMIC_REMOTE_ADDR, remoteAddr);
-        RawMemory.putInt(wr + ATOMIC_RKEY, rkey);
-        RawMemory.putLong(wr + ATOMIC_COMPARE_ADD, compareAdd);
-        RawMemory.putLong(wr + ATOMIC_SWAP, swap);
+        AddressSpace.putLong(wr + ATOMIC_REMOTE_ADDR, remoteAddr);
+        AddressSpace.putInt(wr + ATOMIC_RKEY, rkey);
+        AddressSpace.putLong(wr + ATOMIC_COMPARE_ADD, compareAdd);
+        AddressSpace.putLong(wr + ATOMIC_SWAP, swap);
     }
 
     /** The request after the one at {@code wr} in a chain (0: the last). */
     public static void nextAt(long wr, long next) {
-        RawMemory.putLong(wr + NEXT, next);
+        AddressSpace.putLong(wr + NEXT, next);
     }
 
     /**

@@ -1,7 +1,8 @@
 package dev.jrdma.provider.verbs.ffi;
 
-import dev.jrdma.os.RawMemory;
 import static dev.jrdma.os.CLayouts.*;
+
+import dev.jrdma.os.AddressSpace;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
@@ -20,11 +21,11 @@ public final class IbvSge {
     private IbvSge() {
     }
 
-    /** {@link #set} by address (see {@link RawMemory}): the hot path's. */
+    /** {@link #set} by address (see {@link AddressSpace}): the hot path's. */
     public static void setAt(long sge, long addr, int length, int lkey) {
-        RawMemory.putLong(sge + ADDR, addr);
-        RawMemory.putInt(sge + LENGTH, length);
-        RawMemory.putInt(sge + LKEY, lkey);
+        AddressSpace.putLong(sge + ADDR, addr);
+        AddressSpace.putInt(sge + LENGTH, length);
+        AddressSpace.putInt(sge + LKEY, lkey);
     }
 
     public static void set(MemorySegment sge, long addr, int length, int lkey) {

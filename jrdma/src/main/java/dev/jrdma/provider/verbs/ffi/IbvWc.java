@@ -1,7 +1,8 @@
 package dev.jrdma.provider.verbs.ffi;
 
-import dev.jrdma.os.RawMemory;
 import static dev.jrdma.os.CLayouts.*;
+
+import dev.jrdma.os.AddressSpace;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
@@ -73,14 +74,14 @@ public final class IbvWc {
     public static int srcQp(MemorySegment wcs, int index) { return wcs.get(U32, index * SIZE + offset(LAYOUT, "src_qp")); }
     public static int wcFlags(MemorySegment wcs, int index) { return wcs.get(U32, index * SIZE + WC_FLAGS); }
 
-    // The hot path's getters, by the completion's address (see RawMemory).
-    public static long wrIdAt(long wc) { return RawMemory.getLong(wc + WR_ID); }
-    public static int statusAt(long wc) { return RawMemory.getInt(wc + STATUS); }
-    public static int opcodeAt(long wc) { return RawMemory.getInt(wc + OPCODE); }
-    public static int byteLenAt(long wc) { return RawMemory.getInt(wc + BYTE_LEN); }
-    public static int wcFlagsAt(long wc) { return RawMemory.getInt(wc + WC_FLAGS); }
+    // The hot path's getters, by the completion's address (see AddressSpace).
+    public static long wrIdAt(long wc) { return AddressSpace.getLong(wc + WR_ID); }
+    public static int statusAt(long wc) { return AddressSpace.getInt(wc + STATUS); }
+    public static int opcodeAt(long wc) { return AddressSpace.getInt(wc + OPCODE); }
+    public static int byteLenAt(long wc) { return AddressSpace.getInt(wc + BYTE_LEN); }
+    public static int wcFlagsAt(long wc) { return AddressSpace.getInt(wc + WC_FLAGS); }
     /** The immediate data in host order (see {@link #immData}). */
-    public static int immDataAt(long wc) { return Integer.reverseBytes(RawMemory.getInt(wc + IMM_DATA)); }
+    public static int immDataAt(long wc) { return Integer.reverseBytes(AddressSpace.getInt(wc + IMM_DATA)); }
 
     /** The immediate data in host order (it travels in network order); valid when {@link #WITH_IMM} is set. */
     public static int immData(MemorySegment wcs, int index) { return wcs.get(BE32, index * SIZE + IMM_DATA); }

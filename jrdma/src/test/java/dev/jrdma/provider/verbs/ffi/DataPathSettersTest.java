@@ -1,8 +1,9 @@
 package dev.jrdma.provider.verbs.ffi;
 
-import dev.jrdma.os.RawMemory;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.jrdma.os.AddressSpace;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -10,7 +11,7 @@ import java.lang.foreign.ValueLayout;
 import org.junit.jupiter.api.Test;
 
 /**
- * The data path's setters and getters by address ({@link RawMemory}) write and read the same bytes
+ * The data path's setters and getters by address ({@link AddressSpace}) write and read the same bytes
  * as the segment forms the control path uses and the struct layouts were checked against
  * ({@code StructLayoutProbeTest}): a work request, its SGE and a work completion, field by field.
  */

@@ -1,10 +1,10 @@
 package dev.jrdma.provider.verbs.ffi;
 
-import dev.jrdma.os.RawMemory;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.os.AddressSpace;
 import dev.jrdma.os.Errno;
 import dev.jrdma.os.CLayouts;
 import dev.jrdma.exceptions.NativeRdmaException;
@@ -146,7 +146,7 @@ class FunctionPointerPathsTest {
         POLLED[0] = cq.address();
         POLLED[1] = max;
         POLLED[2] = wcs.address();
-        RawMemory.putLong(wcs.address(), 0x1234_5678_9abcL);   // the first completion's wr_id
+        AddressSpace.putLong(wcs.address(), 0x1234_5678_9abcL);   // the first completion's wr_id
         return 1;
     }
 
