@@ -35,7 +35,7 @@ class SizeLimitsTest {
             Map.entry("dev/jrdma/Rdma.java", 973),
             Map.entry("dev/jrdma/Connection.java", 1161),
             Map.entry("dev/jrdma/provider/tcp/TcpResponder.java", 781),
-            Map.entry("dev/jrdma/provider/tcp/TcpQueuePair.java", 778),
+            Map.entry("dev/jrdma/provider/tcp/TcpQueuePair.java", 772),
             Map.entry("dev/jrdma/provider/verbs/VerbsDatagramQueuePair.java", 663),
             Map.entry("dev/jrdma/ConnectionLife.java", 662),
             Map.entry("dev/jrdma/ConnectionConfig.java", 646),

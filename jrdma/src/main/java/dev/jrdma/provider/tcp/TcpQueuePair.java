@@ -159,7 +159,7 @@ final class TcpQueuePair implements QueuePair {
         this.keepAliveNanos = keepAliveInterval(idleTimeoutNanos);
         long now = System.nanoTime();
         heardAt = now;
-        sentAt = now;
+        keepAlive = new KeepAliveSchedule(keepAliveNanos, now, java.util.concurrent.ThreadLocalRandom.current());
         requester.limitReadsAndAtomics(peer.responderResources());
         if (support != null && useRings && rings != null && rings.ready()) {
             registrations.addDirectUser(this);   // before sameHost: a direct operation needs the quiesce
@@ -453,9 +453,9 @@ final class TcpQueuePair implements QueuePair {
     /** The longest a connection that has sent nothing waits before its keep-alive. */
     static final long MAX_KEEP_ALIVE_NANOS = 15_000_000_000L;
     private long idleTimeoutNanos, keepAliveNanos;
-    private long heardCount, heardAt, sentCount, sentAt;
-    /** The peer said something since our last keep-alive (or we sent none yet). */
-    private boolean heardSinceKeepAlive = true;
+    private long heardCount, heardAt;
+    /** When this side's next keep-alive is due; set at start. */
+    private KeepAliveSchedule keepAlive;
 
     /** A keep-alive when this side has sent nothing for a third of its idle timeout, at most 15 s (none when it has none). */
     static long keepAliveInterval(long idleTimeoutNanos) {
@@ -488,7 +488,7 @@ final class TcpQueuePair implements QueuePair {
         if (in != heardCount || !responder.atRest()) {   // not at rest: the stream may wait on us (a budget, a receive)
             heardCount = in;
             heardAt = now;
-            heardSinceKeepAlive = true;
+            keepAlive.heard();
         } else if (idleTimeoutNanos > 0 && now - heardAt > idleTimeoutNanos) {
             long ms = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(idleTimeoutNanos);
             Log.limited("tcp.idleTimeout", System.Logger.Level.INFO, "tcp: closed a connection whose peer sent nothing"
@@ -498,18 +498,12 @@ final class TcpQueuePair implements QueuePair {
             return;
         }
         synchronized (txLock) {
-            long out = tx.sentTotal();
-            if (out != sentCount || !tx.idle()) {
-                sentCount = out;
-                sentAt = now;
-            } else if (now - sentAt >= keepAliveNanos && heardSinceKeepAlive && !responder.refusing()) {
-                // Only while the peer answers: a jrdma peer's keep-alive answers ours, so an idle
-                // pair keeps both up, and a peer that says nothing gets one and no more.
-                heardSinceKeepAlive = false;
+            // Only while the peer answers: a jrdma peer's keep-alive answers ours, so an idle
+            // pair keeps both up, and a peer that says nothing gets one and no more.
+            if (keepAlive.due(now, tx.sentTotal(), tx.idle(), !responder.refusing())) {
                 responder.keepAlive();
                 KEEP_ALIVES.incrementAndGet();
-                sentCount = tx.sentTotal();
-                sentAt = now;
+                keepAlive.sent(now, tx.sentTotal());
             }
         }
     }
