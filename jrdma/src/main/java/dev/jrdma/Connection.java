@@ -55,7 +55,7 @@ public final class Connection implements AutoCloseable {
     final RdmaServer server;
     // The parts: how it lives and dies, what it posts, what it receives, and who finishes what.
     final ConnectionLife life;
-    private final SendQueue sends;
+    final SendQueue sends;   // PostForms posts through it
     private final ReceiveQueue receives;
     /** What this life has done, counted (see {@link #statistics()}). */
     private final ConnectionCounters counters = new ConnectionCounters();
@@ -219,7 +219,7 @@ public final class Connection implements AutoCloseable {
      * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> send(LocalRegion buf) {
-        return future(Operation.SEND, buf, null, 0, 0, 0, 0, 0);
+        return PostForms.future(live, Operation.SEND, buf, null, 0, 0, 0, 0, 0);
     }
 
     /**
@@ -231,7 +231,7 @@ public final class Connection implements AutoCloseable {
      * @param handler called once, on the IO thread, when the operation completed or failed
      */
     public <A> void send(LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler) {
-        handler(Operation.SEND, buf, null, 0, 0, 0, 0, 0, attachment, handler);
+        PostForms.handler(live, Operation.SEND, buf, null, 0, 0, 0, 0, 0, attachment, handler);
     }
 
     /**
@@ -245,7 +245,7 @@ public final class Connection implements AutoCloseable {
      * @param when {@link Completion#ALWAYS}, or {@link Completion#ON_ERROR} to hear of a failure only
      */
     public <A> void send(LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler, Completion when) {
-        handler(Operation.SEND, buf, null, 0, 0, 0, 0, 0, attachment, handler, when);
+        PostForms.handler(live, Operation.SEND, buf, null, 0, 0, 0, 0, 0, attachment, handler, when);
     }
 
     /**
@@ -254,7 +254,7 @@ public final class Connection implements AutoCloseable {
      * @param buf the bytes to send (registered memory, its whole length)
      */
     public void sendSync(LocalRegion buf) {
-        sync(Operation.SEND, buf, null, 0, 0, 0, 0, 0);
+        PostForms.sync(live, Operation.SEND, buf, null, 0, 0, 0, 0, 0);
     }
 
     /**
@@ -265,7 +265,7 @@ public final class Connection implements AutoCloseable {
      * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> sendWithImm(int imm, LocalRegion buf) {
-        return future(Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0);
+        return PostForms.future(live, Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0);
     }
 
     /**
@@ -279,7 +279,7 @@ public final class Connection implements AutoCloseable {
      * @param handler called once, on the IO thread, when the operation completed or failed
      */
     public <A> void sendWithImm(int imm, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler) {
-        handler(Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0, attachment, handler);
+        PostForms.handler(live, Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0, attachment, handler);
     }
 
     /**
@@ -294,7 +294,7 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void sendWithImm(int imm, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler,
                                 Completion when) {
-        handler(Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0, attachment, handler, when);
+        PostForms.handler(live, Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0, attachment, handler, when);
     }
 
     /**
@@ -304,7 +304,7 @@ public final class Connection implements AutoCloseable {
      * @param buf the bytes to send (registered memory, its whole length)
      */
     public void sendWithImmSync(int imm, LocalRegion buf) {
-        sync(Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0);
+        PostForms.sync(live, Operation.SEND_WITH_IMM, buf, null, imm, 0, 0, 0, 0);
     }
 
     /**
@@ -392,7 +392,7 @@ public final class Connection implements AutoCloseable {
      * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> write(LocalRegion buf, RemoteRegion remote) {
-        return future(Operation.WRITE, buf, remote, 0, 0, 0, 0, 0);
+        return PostForms.future(live, Operation.WRITE, buf, remote, 0, 0, 0, 0, 0);
     }
 
     /**
@@ -405,7 +405,7 @@ public final class Connection implements AutoCloseable {
      * @param handler called once, on the IO thread, when the operation completed or failed
      */
     public <A> void write(LocalRegion buf, RemoteRegion remote, A attachment, CompletionHandler<Void, ? super A> handler) {
-        handler(Operation.WRITE, buf, remote, 0, 0, 0, 0, 0, attachment, handler);
+        PostForms.handler(live, Operation.WRITE, buf, remote, 0, 0, 0, 0, 0, attachment, handler);
     }
 
     /**
@@ -422,7 +422,28 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void write(LocalRegion buf, RemoteRegion remote, A attachment, CompletionHandler<Void, ? super A> handler,
                           Completion when) {
-        handler(Operation.WRITE, buf, remote, 0, 0, 0, 0, 0, attachment, handler, when);
+        PostForms.handler(live, Operation.WRITE, buf, remote, 0, 0, 0, 0, 0, attachment, handler, when);
+    }
+
+    /**
+     * A write done during the call where it can be, as UCX's {@code ucp_put_nbx} returns UCS_OK.
+     * True: the bytes are in the peer's memory, in order after this connection's earlier
+     * operations, and {@code handler} is never called (no completion follows). False: the write is
+     * posted, and {@code handler} is called once, later, as by
+     * {@link #write(LocalRegion, RemoteRegion, Object, CompletionHandler)} (bad input: before this
+     * returns). Done during the call only where the provider can: shm, whose peer region is mapped
+     * here, from the owner thread of an {@link Rdma.Builder#singleThreaded} instance, with nothing of the connection still
+     * on its way; never on tcp or verbs, whose bytes cross a wire.
+     *
+     * @param <A> the type of the attachment
+     * @param buf the bytes to write (registered memory, its whole length)
+     * @param remote where the bytes go in the peer's memory
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when a write that was not done during the call completed or failed
+     * @return whether the write was done during the call
+     */
+    public <A> boolean writeOrPost(LocalRegion buf, RemoteRegion remote, A attachment, CompletionHandler<Void, ? super A> handler) {
+        return PostForms.doneOrHandler(live, Operation.WRITE, buf, remote, attachment, handler);
     }
 
     /**
@@ -432,7 +453,7 @@ public final class Connection implements AutoCloseable {
      * @param remote where the bytes go in the peer's memory
      */
     public void writeSync(LocalRegion buf, RemoteRegion remote) {
-        sync(Operation.WRITE, buf, remote, 0, 0, 0, 0, 0);
+        PostForms.sync(live, Operation.WRITE, buf, remote, 0, 0, 0, 0, 0);
     }
 
     /**
@@ -444,7 +465,7 @@ public final class Connection implements AutoCloseable {
      * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> writeWithImm(LocalRegion buf, RemoteRegion remote, int imm) {
-        return future(Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0);
+        return PostForms.future(live, Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0);
     }
 
     /**
@@ -460,7 +481,7 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void writeWithImm(LocalRegion buf, RemoteRegion remote, int imm, A attachment,
                                  CompletionHandler<Void, ? super A> handler) {
-        handler(Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0, attachment, handler);
+        PostForms.handler(live, Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0, attachment, handler);
     }
 
     /**
@@ -476,7 +497,7 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void writeWithImm(LocalRegion buf, RemoteRegion remote, int imm, A attachment,
                                  CompletionHandler<Void, ? super A> handler, Completion when) {
-        handler(Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0, attachment, handler, when);
+        PostForms.handler(live, Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0, attachment, handler, when);
     }
 
     /**
@@ -487,7 +508,7 @@ public final class Connection implements AutoCloseable {
      * @param imm the 32-bit immediate value the peer's receive carries
      */
     public void writeWithImmSync(LocalRegion buf, RemoteRegion remote, int imm) {
-        sync(Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0);
+        PostForms.sync(live, Operation.WRITE_WITH_IMM, buf, remote, imm, 0, 0, 0, 0);
     }
 
     /**
@@ -498,7 +519,7 @@ public final class Connection implements AutoCloseable {
      * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> read(RemoteRegion remote, LocalRegion buf) {
-        return future(Operation.READ, buf, remote, 0, 0, 0, 0, 0);
+        return PostForms.future(live, Operation.READ, buf, remote, 0, 0, 0, 0, 0);
     }
 
     /**
@@ -512,7 +533,7 @@ public final class Connection implements AutoCloseable {
      * @param handler called once, on the IO thread, when the operation completed or failed
      */
     public <A> void read(RemoteRegion remote, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler) {
-        handler(Operation.READ, buf, remote, 0, 0, 0, 0, 0, attachment, handler);
+        PostForms.handler(live, Operation.READ, buf, remote, 0, 0, 0, 0, 0, attachment, handler);
     }
 
     /**
@@ -528,7 +549,24 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void read(RemoteRegion remote, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler,
                          Completion when) {
-        handler(Operation.READ, buf, remote, 0, 0, 0, 0, 0, attachment, handler, when);
+        PostForms.handler(live, Operation.READ, buf, remote, 0, 0, 0, 0, 0, attachment, handler, when);
+    }
+
+    /**
+     * A read done during the call where it can be (see
+     * {@link #writeOrPost(LocalRegion, RemoteRegion, Object, CompletionHandler)}): true when the
+     * bytes are in {@code buf} already and {@code handler} is never called; false when
+     * {@code handler} is called once, later.
+     *
+     * @param <A> the type of the attachment
+     * @param remote the peer's memory to read, from its start
+     * @param buf where the bytes read go (registered memory): as many as its length
+     * @param attachment handed to {@code handler} as it is (may be null)
+     * @param handler called once, on the IO thread, when a read that was not done during the call completed or failed
+     * @return whether the read was done during the call
+     */
+    public <A> boolean readOrPost(RemoteRegion remote, LocalRegion buf, A attachment, CompletionHandler<Void, ? super A> handler) {
+        return PostForms.doneOrHandler(live, Operation.READ, buf, remote, attachment, handler);
     }
 
     /**
@@ -539,7 +577,7 @@ public final class Connection implements AutoCloseable {
      * @param buf where the bytes read go (registered memory): as many as its length
      */
     public void readSync(RemoteRegion remote, LocalRegion buf) {
-        sync(Operation.READ, buf, remote, 0, 0, 0, 0, 0);
+        PostForms.sync(live, Operation.READ, buf, remote, 0, 0, 0, 0, 0);
     }
 
     // ---------------------------------------------------------------- atomics
@@ -553,7 +591,7 @@ public final class Connection implements AutoCloseable {
      * @return a future of the prior value of the word
      */
     public CompletableFuture<Long> compareAndSwap(RemoteRegion remote, long expected, long desired) {
-        return future(Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0);
+        return PostForms.future(live, Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0);
     }
 
     /**
@@ -569,7 +607,7 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void compareAndSwap(RemoteRegion remote, long expected, long desired, A attachment,
                                    CompletionHandler<Long, ? super A> handler) {
-        handler(Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0, attachment, handler);
+        PostForms.handler(live, Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0, attachment, handler);
     }
 
     /**
@@ -584,7 +622,7 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void compareAndSwap(RemoteRegion remote, long expected, long desired, A attachment,
                                    LongCompletionHandler<? super A> handler) {
-        primitive(Operation.COMPARE_AND_SWAP, remote, expected, desired, 0, 0, attachment, handler);
+        PostForms.primitive(live, Operation.COMPARE_AND_SWAP, remote, expected, desired, 0, 0, attachment, handler);
     }
 
     /**
@@ -601,7 +639,7 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void compareAndSwap(RemoteRegion remote, long expected, long desired, A attachment,
                                    CompletionHandler<Long, ? super A> handler, Completion when) {
-        handler(Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0, attachment, handler, when);
+        PostForms.handler(live, Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0, attachment, handler, when);
     }
 
     /**
@@ -613,7 +651,7 @@ public final class Connection implements AutoCloseable {
      * @return the prior value of the word
      */
     public long compareAndSwapSync(RemoteRegion remote, long expected, long desired) {
-        return sync(Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0);
+        return PostForms.sync(live, Operation.COMPARE_AND_SWAP, null, remote, 0, expected, desired, 0, 0);
     }
 
     /**
@@ -624,7 +662,7 @@ public final class Connection implements AutoCloseable {
      * @return a future of the prior value of the word
      */
     public CompletableFuture<Long> fetchAndAdd(RemoteRegion remote, long delta) {
-        return future(Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0);
+        return PostForms.future(live, Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0);
     }
 
     /**
@@ -638,7 +676,7 @@ public final class Connection implements AutoCloseable {
      * @param handler called once, on the IO thread, when the operation completed or failed
      */
     public <A> void fetchAndAdd(RemoteRegion remote, long delta, A attachment, CompletionHandler<Long, ? super A> handler) {
-        handler(Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0, attachment, handler);
+        PostForms.handler(live, Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0, attachment, handler);
     }
 
     /**
@@ -651,7 +689,7 @@ public final class Connection implements AutoCloseable {
      * @param handler called once, on the IO thread, when the operation completed or failed
      */
     public <A> void fetchAndAdd(RemoteRegion remote, long delta, A attachment, LongCompletionHandler<? super A> handler) {
-        primitive(Operation.FETCH_AND_ADD, remote, delta, 0, 0, 0, attachment, handler);
+        PostForms.primitive(live, Operation.FETCH_AND_ADD, remote, delta, 0, 0, 0, attachment, handler);
     }
 
     /**
@@ -667,7 +705,7 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void fetchAndAdd(RemoteRegion remote, long delta, A attachment, CompletionHandler<Long, ? super A> handler,
                                 Completion when) {
-        handler(Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0, attachment, handler, when);
+        PostForms.handler(live, Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0, attachment, handler, when);
     }
 
     /**
@@ -678,7 +716,7 @@ public final class Connection implements AutoCloseable {
      * @return the prior value of the word
      */
     public long fetchAndAddSync(RemoteRegion remote, long delta) {
-        return sync(Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0);
+        return PostForms.sync(live, Operation.FETCH_AND_ADD, null, remote, 0, delta, 0, 0, 0);
     }
 
     /**
@@ -706,7 +744,7 @@ public final class Connection implements AutoCloseable {
      */
     public CompletableFuture<Long> maskedCompareAndSwap(RemoteRegion remote, long compare, long compareMask, long swap,
                                                         long swapMask) {
-        return future(Operation.MASKED_COMPARE_AND_SWAP, null, remote, 0, compare, compareMask, swap, swapMask);
+        return PostForms.future(live, Operation.MASKED_COMPARE_AND_SWAP, null, remote, 0, compare, compareMask, swap, swapMask);
     }
 
     /**
@@ -724,7 +762,7 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void maskedCompareAndSwap(RemoteRegion remote, long compare, long compareMask, long swap, long swapMask,
                                          A attachment, CompletionHandler<Long, ? super A> handler) {
-        handler(Operation.MASKED_COMPARE_AND_SWAP, null, remote, 0, compare, compareMask, swap, swapMask, attachment, handler);
+        PostForms.handler(live, Operation.MASKED_COMPARE_AND_SWAP, null, remote, 0, compare, compareMask, swap, swapMask, attachment, handler);
     }
 
     /**
@@ -741,7 +779,7 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void maskedCompareAndSwap(RemoteRegion remote, long compare, long compareMask, long swap, long swapMask,
                                          A attachment, LongCompletionHandler<? super A> handler) {
-        primitive(Operation.MASKED_COMPARE_AND_SWAP, remote, compare, compareMask, swap, swapMask, attachment, handler);
+        PostForms.primitive(live, Operation.MASKED_COMPARE_AND_SWAP, remote, compare, compareMask, swap, swapMask, attachment, handler);
     }
 
     /**
@@ -756,7 +794,7 @@ public final class Connection implements AutoCloseable {
      * @return the prior value of the word
      */
     public long maskedCompareAndSwapSync(RemoteRegion remote, long compare, long compareMask, long swap, long swapMask) {
-        return sync(Operation.MASKED_COMPARE_AND_SWAP, null, remote, 0, compare, compareMask, swap, swapMask);
+        return PostForms.sync(live, Operation.MASKED_COMPARE_AND_SWAP, null, remote, 0, compare, compareMask, swap, swapMask);
     }
 
     /**
@@ -771,7 +809,7 @@ public final class Connection implements AutoCloseable {
      * @return a future of the prior value of the word
      */
     public CompletableFuture<Long> maskedFetchAndAdd(RemoteRegion remote, long add, long fieldBoundaryMask) {
-        return future(Operation.MASKED_FETCH_AND_ADD, null, remote, 0, add, fieldBoundaryMask, 0, 0);
+        return PostForms.future(live, Operation.MASKED_FETCH_AND_ADD, null, remote, 0, add, fieldBoundaryMask, 0, 0);
     }
 
     /**
@@ -787,7 +825,7 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void maskedFetchAndAdd(RemoteRegion remote, long add, long fieldBoundaryMask, A attachment,
                                       CompletionHandler<Long, ? super A> handler) {
-        handler(Operation.MASKED_FETCH_AND_ADD, null, remote, 0, add, fieldBoundaryMask, 0, 0, attachment, handler);
+        PostForms.handler(live, Operation.MASKED_FETCH_AND_ADD, null, remote, 0, add, fieldBoundaryMask, 0, 0, attachment, handler);
     }
 
     /**
@@ -802,7 +840,7 @@ public final class Connection implements AutoCloseable {
      */
     public <A> void maskedFetchAndAdd(RemoteRegion remote, long add, long fieldBoundaryMask, A attachment,
                                       LongCompletionHandler<? super A> handler) {
-        primitive(Operation.MASKED_FETCH_AND_ADD, remote, add, fieldBoundaryMask, 0, 0, attachment, handler);
+        PostForms.primitive(live, Operation.MASKED_FETCH_AND_ADD, remote, add, fieldBoundaryMask, 0, 0, attachment, handler);
     }
 
     /**
@@ -814,7 +852,7 @@ public final class Connection implements AutoCloseable {
      * @return the prior value of the word
      */
     public long maskedFetchAndAddSync(RemoteRegion remote, long add, long fieldBoundaryMask) {
-        return sync(Operation.MASKED_FETCH_AND_ADD, null, remote, 0, add, fieldBoundaryMask, 0, 0);
+        return PostForms.sync(live, Operation.MASKED_FETCH_AND_ADD, null, remote, 0, add, fieldBoundaryMask, 0, 0);
     }
 
     /**
@@ -828,7 +866,7 @@ public final class Connection implements AutoCloseable {
      * @return a future that completes when the operation did, or exceptionally with what failed
      */
     public CompletableFuture<Void> atomicWrite(RemoteRegion remote, long value) {
-        return future(Operation.ATOMIC_WRITE, null, remote, 0, value, 0, 0, 0);
+        return PostForms.future(live, Operation.ATOMIC_WRITE, null, remote, 0, value, 0, 0, 0);
     }
 
     /**
@@ -842,7 +880,7 @@ public final class Connection implements AutoCloseable {
      * @param handler called once, on the IO thread, when the operation completed or failed
      */
     public <A> void atomicWrite(RemoteRegion remote, long value, A attachment, CompletionHandler<Void, ? super A> handler) {
-        handler(Operation.ATOMIC_WRITE, null, remote, 0, value, 0, 0, 0, attachment, handler);
+        PostForms.handler(live, Operation.ATOMIC_WRITE, null, remote, 0, value, 0, 0, 0, attachment, handler);
     }
 
     /**
@@ -852,7 +890,7 @@ public final class Connection implements AutoCloseable {
      * @param value the 64-bit value to write
      */
     public void atomicWriteSync(RemoteRegion remote, long value) {
-        sync(Operation.ATOMIC_WRITE, null, remote, 0, value, 0, 0, 0);
+        PostForms.sync(live, Operation.ATOMIC_WRITE, null, remote, 0, value, 0, 0, 0);
     }
 
     // ---------------------------------------------------------------- flush
@@ -883,7 +921,7 @@ public final class Connection implements AutoCloseable {
             f.completeExceptionally(e);
             return f;
         }
-        return future(Operation.FLUSH, null, remote, 0, persistence(type), 0, 0, 0);
+        return PostForms.future(live, Operation.FLUSH, null, remote, 0, persistence(type), 0, 0, 0);
     }
 
     /**
@@ -903,7 +941,7 @@ public final class Connection implements AutoCloseable {
             handler.failed(e, attachment);
             return;
         }
-        handler(Operation.FLUSH, null, remote, 0, persistence(type), 0, 0, 0, attachment, handler);
+        PostForms.handler(live, Operation.FLUSH, null, remote, 0, persistence(type), 0, 0, 0, attachment, handler);
     }
 
     /**
@@ -915,7 +953,7 @@ public final class Connection implements AutoCloseable {
      */
     public void flushSync(RemoteRegion remote, FlushType type) {
         checkFlush(remote, type);
-        sync(Operation.FLUSH, null, remote, 0, persistence(type), 0, 0, 0);
+        PostForms.sync(live, Operation.FLUSH, null, remote, 0, persistence(type), 0, 0, 0);
     }
 
     private void checkFlush(RemoteRegion remote, FlushType type) {
@@ -941,76 +979,6 @@ public final class Connection implements AutoCloseable {
 
     void submit(Batch b, BatchCompletion bc) {
         live.sends.submit(b, bc);
-    }
-
-    // ---------------------------------------------------------------- posting: one record per operation
-
-    /** Posts {@code op} (see {@link Operation} for {@code a..d}); a future tells the outcome. */
-    private <T> CompletableFuture<T> future(Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b,
-                                            long c, long d) {
-        CompletableFuture<T> f = new CompletableFuture<>();
-        try {
-            live.sends.post(op, buf, remote, imm, a, b, c, d, op.atomic ? SendOperation.LONG_FUTURE : SendOperation.VOID_FUTURE,
-                    f, null);
-        } catch (RuntimeException e) {
-            f.completeExceptionally(e);
-        }
-        return f;
-    }
-
-    /** Posts {@code op}; {@code handler} is told the outcome, and nothing is allocated. */
-    private <A> void handler(Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b, long c, long d,
-                             A attachment, CompletionHandler<?, ? super A> handler) {
-        handler(op, buf, remote, imm, a, b, c, d, attachment, handler, Completion.ALWAYS);
-    }
-
-    /**
-     * Posts {@code op}; {@code handler} is told the outcome, or with ON_ERROR only a failure (it may
-     * then be null).
-     */
-    private <A> void handler(Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b, long c, long d,
-                             A attachment, CompletionHandler<?, ? super A> handler, Completion when) {
-        boolean onError = Objects.requireNonNull(when, "when") == Completion.ON_ERROR;
-        if (handler == null && !onError) {
-            throw new NullPointerException(op.label + ": the handler (only an ON_ERROR operation may go without one)");
-        }
-        byte kind = onError ? SendOperation.ON_ERROR : op.atomic ? SendOperation.LONG_HANDLER : SendOperation.VOID_HANDLER;
-        try {
-            live.sends.post(op, buf, remote, imm, a, b, c, d, kind, handler, attachment);
-        } catch (RuntimeException e) {
-            if (handler == null) {
-                throw e;   // bad input, and nobody else to tell
-            }
-            @SuppressWarnings("unchecked")
-            CompletionHandler<Object, Object> h = (CompletionHandler<Object, Object>) handler;
-            h.failed(e, attachment);
-        }
-    }
-
-    /** Posts {@code op}, an atomic; {@code handler} gets its value unboxed, and nothing is allocated. */
-    private <A> void primitive(Operation op, RemoteRegion remote, long a, long b, long c, long d, A attachment,
-                               LongCompletionHandler<? super A> handler) {
-        if (handler == null) {
-            throw new NullPointerException(op.label + ": the handler");   // the message built only then: this is the hot path
-        }
-        try {
-            live.sends.post(op, null, remote, 0, a, b, c, d, SendOperation.PRIMITIVE_HANDLER, handler, attachment);
-        } catch (RuntimeException e) {
-            handler.failed(e, attachment);
-        }
-    }
-
-    /** Posts {@code op} and waits for it in the caller; returns an atomic's prior value. */
-    private long sync(Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b, long c, long d) {
-        Connection l = live;
-        SyncWaiter w = SyncWaiter.forThisThread(l.io);
-        try {
-            l.sends.post(op, buf, remote, imm, a, b, c, d, SendOperation.LONG_HANDLER, w, null);
-        } catch (RuntimeException e) {
-            w.reset();
-            throw e;
-        }
-        return w.await(l);
     }
 
     // ---------------------------------------------------------------- for the rest of the library

@@ -21,6 +21,11 @@ final class SendOperation {
     static final byte MARKER = 7;
     /** A {@link LongCompletionHandler}: the value unboxed. */
     static final byte PRIMITIVE_HANDLER = 8;
+    /**
+     * Asked of {@link SendQueue#post} only, never held by a record: a WRITE or READ that is done
+     * during the call where the provider can (nobody told), else a {@link #VOID_HANDLER}.
+     */
+    static final byte HANDLER_UNLESS_DONE = 9;
 
     /** The work request id: this record's index. */
     final int slot;

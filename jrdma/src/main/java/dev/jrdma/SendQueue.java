@@ -80,9 +80,11 @@ final class SendQueue {
     /**
      * Posts one operation (see {@link Operation} for what {@code a..d} are); {@code kind} and
      * {@code completion} say whom to tell. Bad input and a connection that is not usable throw
-     * here, and nothing is posted.
+     * here, and nothing is posted. Returns true when the provider carried the operation out during
+     * the call and nobody is told ({@link SendOperation#ON_ERROR}, or
+     * {@link SendOperation#HANDLER_UNLESS_DONE}, which is otherwise a {@link SendOperation#VOID_HANDLER}).
      */
-    void post(Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b, long c, long d, byte kind,
+    boolean post(Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b, long c, long d, byte kind,
               Object completion, Object attachment) {
         OperationChecks.check(op, buf, remote, life.peer());
         life.checkUsable(op.label);
@@ -90,12 +92,16 @@ final class SendQueue {
             io.checkOwner(op.label);
             // Done during the call where the provider can (shm's mapped peer region): no slot, no
             // hold (the region cannot be closed meanwhile: only this thread closes it), no report.
-            if (kind == SendOperation.ON_ERROR && (op == Operation.WRITE || op == Operation.READ)
+            if ((kind == SendOperation.ON_ERROR || kind == SendOperation.HANDLER_UNLESS_DONE)
+                    && (op == Operation.WRITE || op == Operation.READ)
                     && qp.postNow(0, op.wire, 0, buf.address(), (int) buf.length(), buf.lkey(), remote.address(),
                     remote.rkey()) == QueuePair.DONE) {
                 counters.completedAtPost(op, buf.length());
-                return;
+                return true;
             }
+        }
+        if (kind == SendOperation.HANDLER_UNLESS_DONE) {
+            kind = SendOperation.VOID_HANDLER;   // not done during the call: its handler is told, later
         }
         RegionResources local = buf == null ? null : hold(op, buf);
         boolean posted = false;
@@ -113,6 +119,7 @@ final class SendQueue {
                 local.releaseFromOperation();
             }
         }
+        return false;
     }
 
     /** Takes a slot for {@code op} and posts it; under postLock, or on the owner of a single-threaded connection. */

@@ -350,6 +350,131 @@ class SingleThreadedTest {
         }
     }
 
+    /**
+     * writeOrPost and readOrPost: on shm's owner, once the peer's region is mapped, done during the
+     * call (true, nobody told, the bytes there at once); the first call, before it is mapped, and
+     * every call on tcp go through the queue (false, the handler told once, later). A read behind
+     * done writes sees them, whichever way each went.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void theDoneOrPostFormsAreDoneDuringTheCallWhereTheyCanAndToldOnceWhereNot(String provider) throws Exception {
+        try (TestPair p = open(provider, ConnectionConfig.defaults())) {
+            Connection c = p.conn();
+            RemoteRegion word = p.remote().slice(64, 8);
+            LocalRegion out = p.client().allocate(8), in = p.client().allocate(8);
+            Told<Void> told = new Told<>();
+            out.segment().set(ValueLayout.JAVA_LONG, 0, 1);
+            assertFalse(c.writeOrPost(out, word, null, told), "the peer's region is not mapped yet: through the queue");
+            pollUntil(p, () -> told.completed.get() == 1);
+            assertEquals(1, p.exposed().segment().get(ValueLayout.JAVA_LONG, 64));
+            boolean direct = provider.equals("shm");
+            int queued = 1, rounds = 300;
+            for (int i = 2; i <= rounds; i++) {
+                out.segment().set(ValueLayout.JAVA_LONG, 0, i);
+                boolean wrote = c.writeOrPost(out, word, null, told);
+                assertEquals(direct, wrote, "round " + i + ": the write done during the call");
+                if (wrote) {
+                    assertEquals(i, p.exposed().segment().get(ValueLayout.JAVA_LONG, 64), "round " + i + ": done, and there");
+                } else {
+                    queued++;
+                }
+                in.segment().set(ValueLayout.JAVA_LONG, 0, -1);
+                boolean read = c.readOrPost(word, in, null, told);
+                assertEquals(direct, read, "round " + i + ": the read done during the call");
+                if (!read) {
+                    int want = ++queued;
+                    pollUntil(p, () -> told.completed.get() + told.failed.get() == want);
+                }
+                assertEquals(i, in.segment().get(ValueLayout.JAVA_LONG, 0), "round " + i + ": the read behind the write");
+            }
+            assertEquals(queued, told.completed.get(), "each handler told once (queued " + queued + ")");
+            assertEquals(0, told.failed.get(), String.valueOf(told.failure.get()));
+            ConnectionStatistics st = c.statistics();
+            assertEquals(rounds, st.completed(OperationType.WRITE), st.toString());
+            assertEquals(rounds - 1, st.completed(OperationType.READ), st.toString());
+            assertEquals(0, st.outstanding());
+        }
+    }
+
+    /**
+     * Bad input to writeOrPost and readOrPost: never done, the handler told once, with what was wrong
+     * (out of bounds, a closed region during the call; a wrong key later, from the queue); no
+     * handler at all is refused, and nothing is posted; a closed connection tells its handler.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm"})
+    void theDoneOrPostFormsTellBadInputOnce(String provider) throws Exception {
+        try (TestPair p = open(provider, ConnectionConfig.defaults())) {
+            Connection c = p.conn();
+            RemoteRegion r = p.remote();
+            LocalRegion out = p.client().allocate(16);
+            out.segment().set(ValueLayout.JAVA_LONG, 0, 5);
+            c.writeSync(out.slice(0, 8), r.slice(0, 8));   // mapped (shm): a good key would go directly now
+
+            Told<Void> tooLong = new Told<>();
+            assertFalse(c.writeOrPost(out, r.slice(0, 8), null, tooLong));
+            assertEquals(1, tooLong.failed.get(), "told during the call");
+            assertInstanceOf(IllegalArgumentException.class, tooLong.failure.get());
+            Told<Void> tooLongRead = new Told<>();
+            assertFalse(c.readOrPost(r.slice(8184, 8), out.slice(0, 16), null, tooLongRead));
+            assertInstanceOf(IllegalArgumentException.class, tooLongRead.failure.get());
+
+            NullPointerException npe = assertThrows(NullPointerException.class, () -> c.writeOrPost(out, r.slice(0, 16), null, null));
+            assertTrue(npe.getMessage().contains("handler"), npe.getMessage());
+            assertThrows(NullPointerException.class, () -> c.readOrPost(r.slice(0, 16), out, null, null));
+
+            LocalRegion closed = p.client().allocate(8);
+            closed.close();
+            Told<Void> closedRegion = new Told<>();
+            assertFalse(c.writeOrPost(closed, r.slice(0, 8), null, closedRegion));
+            assertInstanceOf(IllegalArgumentException.class, closedRegion.failure.get(), String.valueOf(closedRegion.failure.get()));
+            assertEquals(5, p.exposed().segment().get(ValueLayout.JAVA_LONG, 0), "nothing of that was written");
+
+            Told<Void> wrongKey = new Told<>();
+            out.segment().set(ValueLayout.JAVA_LONG, 0, 6);
+            assertFalse(c.writeOrPost(out.slice(0, 8), RemoteRegion.of(r.address(), r.length(), r.rkey() ^ 0x5555).slice(0, 8), null,
+                    wrongKey), "a wrong key is not done during the call");
+            pollUntil(p, () -> wrongKey.failed.get() > 0);
+            assertInstanceOf(dev.jrdma.exceptions.RemoteAccessException.class, wrongKey.failure.get(), String.valueOf(wrongKey.failure.get()));
+            assertEquals(5, p.exposed().segment().get(ValueLayout.JAVA_LONG, 0), "nothing was written");
+            c.close();
+            assertEquals(1, wrongKey.failed.get(), "told once");
+            assertEquals(0, wrongKey.completed.get() + tooLong.completed.get() + closedRegion.completed.get());
+
+            Told<Void> afterClose = new Told<>();
+            assertFalse(c.readOrPost(r.slice(0, 8), out.slice(0, 8), null, afterClose));
+            pollUntil(p, () -> afterClose.failed.get() > 0);
+            assertEquals(1, afterClose.failed.get());
+            assertEquals(0, afterClose.completed.get());
+        }
+    }
+
+    /** On an instance shared by threads writeOrPost is never done during the call: false, and the handler told once. */
+    @Test
+    void theDoneOrPostFormsOnASharedInstanceAlwaysTell() throws Exception {
+        try (TestPair p = TestPair.open(Transport.shm(), CompletionMode.POLLING)) {
+            Connection c = p.conn();
+            RemoteRegion word = p.remote().slice(0, 8);
+            LocalRegion out = p.client().allocate(8);
+            c.writeSync(out, word);
+            Told<Void> told = new Told<>();
+            for (int i = 1; i <= 100; i++) {
+                out.segment().set(ValueLayout.JAVA_LONG, 0, i);
+                assertFalse(c.writeOrPost(out, word, null, told), "round " + i);
+                int want = i;
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+                while (told.completed.get() + told.failed.get() < want) {
+                    assertTrue(System.nanoTime() < deadline, "round " + i + ": told within " + T + " s");
+                    Thread.onSpinWait();
+                }
+                assertEquals(i, p.exposed().segment().get(ValueLayout.JAVA_LONG, 0));
+            }
+            assertEquals(100, told.completed.get());
+            assertEquals(0, told.failed.get());
+        }
+    }
+
     @Test
     void needsTheInlineMode() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,

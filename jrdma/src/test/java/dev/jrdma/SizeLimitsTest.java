@@ -33,7 +33,7 @@ class SizeLimitsTest {
     /** File (from its source root) -> the lines it had; each to be brought under the limit. */
     static final Map<String, Integer> LARGE_FILES = Map.ofEntries(
             Map.entry("dev/jrdma/Rdma.java", 973),
-            Map.entry("dev/jrdma/Connection.java", 1161),
+            Map.entry("dev/jrdma/Connection.java", 1129),
             Map.entry("dev/jrdma/provider/tcp/TcpResponder.java", 781),
             Map.entry("dev/jrdma/provider/tcp/TcpQueuePair.java", 772),
             Map.entry("dev/jrdma/provider/verbs/VerbsDatagramQueuePair.java", 663),

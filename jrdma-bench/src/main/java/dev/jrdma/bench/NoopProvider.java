@@ -248,6 +248,14 @@ public final class NoopProvider implements Provider {
             return granted;
         }
 
+        /** An unsignaled WRITE or READ with nothing before it outstanding is done at once (it moves nothing), as shm's direct path. */
+        @Override
+        public int postNow(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr, int rkey) {
+            boolean done = (opcode == WR_RDMA_WRITE || opcode == WR_RDMA_READ) && (flags & SEND_SIGNALED) == 0
+                    && state != STATE_ERR && tail == head;
+            return done ? DONE : NOT_NOW;
+        }
+
         @Override
         public int postSend(long wrId, int opcode, int flags, long localAddr, int length, int lkey, long remoteAddr,
                             int rkey, long compareAdd, long swap, int imm) {

@@ -170,6 +170,29 @@ public class OperationPathBenchmark {
         return awaitOne(done, before);
     }
 
+    /**
+     * The done-during-the-call form (UCX's UCS_OK rule): where the provider carries the write out
+     * in the call (shm's mapped peer, noop, on a single-threaded client) nothing follows; otherwise
+     * its handler does, and the poll here waits for it.
+     */
+    @Benchmark
+    public long write8OrPost() {
+        long before = done.completed;
+        if (connection.writeOrPost(out, peerWord, null, done)) {
+            return before;
+        }
+        return awaitOne(done, before);
+    }
+
+    @Benchmark
+    public long read8OrPost() {
+        long before = done.completed;
+        if (connection.readOrPost(peerWord, in, null, done)) {
+            return before;
+        }
+        return awaitOne(done, before);
+    }
+
     @Benchmark
     public long fetchAddHandler() {
         long before = fetched.completed;
