@@ -51,7 +51,11 @@ public final class OperationPathReport {
         boolean fresh = args[1].equals("fresh");
         String where = args[2];
         String[] providers = args[3].split(",");
-        int warmups = Integer.getInteger("jrdma.bench.warmups", 3);
+        // Ten, not three: on a 2-CPU host the client and the in-JVM server spin on both cores, and
+        // C2 compiles tcp's path late; until it has, interpreted and C1 code allocates (about 0.9 B
+        // per operation, seen per iteration with WorkerAllocationProfiler; 0.006 B once compiled),
+        // and three warm-ups left that in the measured median.
+        int warmups = Integer.getInteger("jrdma.bench.warmups", 10);
         Options opts = new OptionsBuilder()
                 .include(OperationPathBenchmark.class.getSimpleName())
                 .param("provider", providers)
