@@ -430,10 +430,10 @@ public final class Connection implements AutoCloseable {
      * True: the bytes are in the peer's memory, in order after this connection's earlier
      * operations, and {@code handler} is never called (no completion follows). False: the write is
      * posted, and {@code handler} is called once, later, as by
-     * {@link #write(LocalRegion, RemoteRegion, Object, CompletionHandler)} (bad input: before this
-     * returns). Done during the call only where the provider can: shm, whose peer region is mapped
-     * here, from the owner thread of an {@link Rdma.Builder#singleThreaded} instance, with nothing of the connection still
-     * on its way; never on tcp or verbs, whose bytes cross a wire.
+     * {@link #write(LocalRegion, RemoteRegion, Object, CompletionHandler)} (bad input and a closed
+     * connection: before this returns; no handler: NullPointerException, nothing posted). Done during
+     * the call only on shm, whose peer region is mapped here, from the owner thread of an
+     * {@link Rdma.Builder#singleThreaded} instance, with nothing of the connection on its way.
      *
      * @param <A> the type of the attachment
      * @param buf the bytes to write (registered memory, its whole length)
