@@ -71,15 +71,14 @@ final class PostForms {
 
     /** Posts {@code op} and waits for it in the caller; returns an atomic's prior value. */
     static long sync(Connection live, Operation op, LocalRegion buf, RemoteRegion remote, int imm, long a, long b, long c, long d) {
-        Connection l = live;
-        SyncWaiter w = SyncWaiter.forThisThread(l.io);
+        SyncWaiter w = SyncWaiter.forThisThread(live.io);
         try {
-            l.sends.post(op, buf, remote, imm, a, b, c, d, SendOperation.LONG_HANDLER, w, null);
+            live.sends.post(op, buf, remote, imm, a, b, c, d, SendOperation.LONG_HANDLER, w, null);
         } catch (RuntimeException e) {
             w.reset();
             throw e;
         }
-        return w.await(l);
+        return w.await(live);
     }
 
     /**
