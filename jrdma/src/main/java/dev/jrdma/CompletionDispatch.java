@@ -5,7 +5,7 @@ import dev.jrdma.exceptions.RdmaException;
 import dev.jrdma.exceptions.RemoteAccessException;
 import dev.jrdma.exceptions.WorkCompletionException;
 import dev.jrdma.jfr.JrdmaEvents;
-import dev.jrdma.spi.CompletionSink;
+import dev.jrdma.engine.io.SharedCompletions;
 import dev.jrdma.spi.WorkCompletion;
 
 /**
@@ -20,7 +20,7 @@ import dev.jrdma.spi.WorkCompletion;
  * completing thread (callbacks run on it, but never re-enter a completion: {@code *Sync} calls
  * are refused there, and {@code IoThread.poll} does not nest).
  */
-final class CompletionDispatch implements CompletionSink {
+final class CompletionDispatch implements SharedCompletions.Member {
     private static final System.Logger LOG = System.getLogger("dev.jrdma");
 
     private final ConnectionLife life;
@@ -96,6 +96,12 @@ final class CompletionDispatch implements CompletionSink {
             count(status);
             SendOperation.tell(doneKind, doneCompletion, doneAttachment, 0, doneIndex, failureOf(status));
         }
+    }
+
+    /** Handling one of this connection's completions from a shared queue threw: the connection fails, as when its own queue's poll throws. */
+    @Override
+    public void failed(Throwable t) {
+        life.source.failed(t);
     }
 
     /**

@@ -9,7 +9,6 @@ import dev.jrdma.os.Errno;
 import dev.jrdma.runtime.IoThread;
 import dev.jrdma.spi.CmEndpoint;
 import dev.jrdma.spi.CompletionChannel;
-import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
 import dev.jrdma.spi.Log;
@@ -58,7 +57,8 @@ final class ConnectionLife {
     /** This end's address, read when the connection came up (the endpoint is gone after the close); null before. */
     private volatile InetSocketAddress localAddress;
     private volatile QueuePair qp;
-    private CompletionQueue cq;
+    /** Its completion queue, own or shared; set in {@link #prepare}, before the IO thread is handed the connection. */
+    private ConnectionCompletions cq;
     private volatile Handshake peer = Handshake.UNKNOWN;
     /** For an accepted connection: the handshake of the request, applied once established. */
     private Handshake pendingPeer = Handshake.UNKNOWN;
@@ -100,7 +100,7 @@ final class ConnectionLife {
             int n;
             long before = dispatch.count;
             try {
-                n = cq.poll(dispatch, 32);
+                n = cq.poll(dispatch);
             } finally {
                 polling = false;
             }
@@ -148,6 +148,7 @@ final class ConnectionLife {
         public void onQueuePair(QueuePair q) {
             qp = q;
             connection.rdma().live().queuePairCreated(q.qpNum(), connection);
+            cq.queuePairMade(q.qpNum(), dispatch);   // before the receives below are posted
             sends.attach(q);
             receives.attach(q);
         }
@@ -172,15 +173,16 @@ final class ConnectionLife {
      * in the provider (a SIGSEGV in ibv_req_notify_cq, seen with several Netty event loops).
      */
     private void addSource() {
-        if (!released.isDone()) {
+        if (!released.isDone() && !cq.shared()) {   // a shared queue's completions come through its own source
             io.add(source);
         }
     }
 
-    /** Makes the CQ and the registered buffers; before the QP exists. */
+    /** Makes the CQ (or takes room in one its IO thread's connections share) and the registered buffers; before the QP exists. */
     private void prepare(Device device, CompletionChannel channel) {
         ConnectionConfig config = connection.config();
-        cq = device.createCompletionQueue(config.sendQueueDepth() + 1 + config.receiveQueueDepth(), channel);
+        cq = ConnectionCompletions.make(device, channel, connection.rdma().io().sharedOf(io),
+                config.sendQueueDepth() + 1 + config.receiveQueueDepth());
         receives.prepare(device);
         sends.prepare(device);
     }
@@ -205,7 +207,7 @@ final class ConnectionLife {
             prepare(device, channel);
             io.execute(this::addSource);
             ConnectionConfig config = connection.config();
-            endpoint = cm.connect(remoteAddress, cq, spec(device), Handshake.of(config).encode(),
+            endpoint = cm.connect(remoteAddress, cq.queue(), spec(device), Handshake.of(config).encode(),
                     (int) config.timeout().toMillis(), owner);
             endpoint.attach(connection);
         } catch (RdmaException e) {
@@ -221,7 +223,7 @@ final class ConnectionLife {
         request.attach(connection);
         try {
             prepare(device, channel);
-            request.accept(cq, spec(device), Handshake.of(connection.config()).encode(), owner);
+            request.accept(cq.queue(), spec(device), Handshake.of(connection.config()).encode(), owner);
             pendingPeer = peer;
             io.execute(this::addSource);
         } catch (RuntimeException e) {
@@ -479,11 +481,7 @@ final class ConnectionLife {
     /** Takes what the completion queue holds now, unless inside a poll or past it; on the IO thread. */
     private void drainCompletions() {
         if (cq != null && !polling && !tearingDown && !released.isDone()) {
-            for (int i = 0; i < 64; i++) {
-                if (cq.poll(dispatch, 32) == 0) {
-                    break;
-                }
-            }
+            cq.drain(dispatch);
         }
     }
 
@@ -528,7 +526,9 @@ final class ConnectionLife {
             return;
         }
         tearingDown = true;
-        io.wake(source);   // polled again until released (on this thread: from now on)
+        if (cq != null) {
+            cq.pollDuringTeardown(io, source);   // polled again until released (on this thread: from now on)
+        }
         if (failure == null) {
             failure = why;
         }
@@ -568,7 +568,7 @@ final class ConnectionLife {
         }
         rdma.io().channelOf(io).drainEvents();
         if (cq != null) {
-            cq.close();
+            cq.release(qp == null ? -1 : qp.qpNum());   // the QP was destroyed with the endpoint above
         }
         sends.close();
         if (!receives.release()) {

@@ -44,7 +44,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ConnectionCoreTest {
     private static final int DEPTH = 4;
     private static final Duration TIMEOUT = Duration.ofSeconds(2);
-    private final FakeProvider fake = new FakeProvider();
+    final FakeProvider fake = new FakeProvider();
     private final AtomicLong clock = new AtomicLong(1_000_000_000L);
     private Rdma rdma;
     private Connection c;
@@ -87,7 +87,7 @@ class ConnectionCoreTest {
     }
 
     /** Counts every call, to prove each operation completes exactly once. */
-    private static final class Counting<V> implements CompletionHandler<V, Integer> {
+    static final class Counting<V> implements CompletionHandler<V, Integer> {
         final AtomicInteger calls = new AtomicInteger();
         final long[] values = new long[1000];
         final Throwable[] failures = new Throwable[1000];
@@ -771,7 +771,12 @@ class ConnectionCoreTest {
             one.poll();
             one.poll();
             assertEquals(0, fake.completionQueueUsesAfterClose.get(), "polls and arms of a destroyed CQ");
-            assertTrue(fake.completionQueues.get(0).closed, "the failed connect's CQ is destroyed (on loop 1)");
+            if (fake.device.sharedDepth == 0) {
+                assertTrue(fake.completionQueues.get(0).closed, "the failed connect's CQ is destroyed (on loop 1)");
+            } else {
+                assertFalse(fake.completionQueues.get(0).closed, "loop 1's shared CQ stays for its other connections");
+                assertEquals(0, r.io().sharedOf(r.io().get(1)).reserved(), "the failed connect's room given back");
+            }
         }
         assertEquals(0, fake.completionQueueUsesAfterClose.get(), "polls and arms of a destroyed CQ");
     }

@@ -8,6 +8,7 @@ import dev.jrdma.spi.CmListener;
 import dev.jrdma.spi.CompletionChannel;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.CompletionSink;
+import dev.jrdma.spi.SharedCompletionSink;
 import dev.jrdma.spi.ConnectionManager;
 import dev.jrdma.spi.Device;
 import dev.jrdma.device.DeviceCapabilities;
@@ -162,6 +163,14 @@ final class FakeProvider implements Provider {
             return new FakeConnectionManager();
         }
 
+        /** Set before the Rdma is built: above 0, the connections of an IO thread share completion queues of this many entries, as on verbs. */
+        volatile int sharedDepth;
+
+        @Override
+        public int sharedCompletionQueueDepth() {
+            return sharedDepth;
+        }
+
         @Override
         public int eventFd() {
             return -1;
@@ -195,8 +204,23 @@ final class FakeProvider implements Provider {
             this.usesAfterClose = usesAfterClose;
         }
 
-        void add(long wrId, int status, int opcode, int byteLen, int imm, boolean withImm) {
-            queue.add(new long[] {wrId, status, opcode, byteLen, imm, withImm ? 1 : 0});
+        void add(int qpNum, long wrId, int status, int opcode, int byteLen, int imm, boolean withImm) {
+            queue.add(new long[] {wrId, status, opcode, byteLen, imm, withImm ? 1 : 0, qpNum});
+        }
+
+        /** As a verbs CQ that several queue pairs share: each completion names its queue pair. */
+        @Override
+        public int pollShared(SharedCompletionSink sink, int max) {
+            if (closed) {
+                usesAfterClose.incrementAndGet();
+            }
+            int n = 0;
+            long[] c;
+            while (n < max && (c = queue.poll()) != null) {
+                sink.onCompletion((int) c[6], c[0], (int) c[1], (int) c[2], (int) c[3], (int) c[4], c[5] != 0);
+                n++;
+            }
+            return n;
         }
 
         @Override
@@ -417,7 +441,7 @@ final class FakeProvider implements Provider {
             }
             synchronized (this) {
                 if (state == STATE_ERR) {
-                    cq.add(wrId, WorkCompletion.WR_FLUSH_ERR, 0, 0, 0, false);
+                    cq.add(qpNum, wrId, WorkCompletion.WR_FLUSH_ERR, 0, 0, 0, false);
                 } else {
                     outstanding.add(p);
                 }
@@ -466,7 +490,7 @@ final class FakeProvider implements Provider {
             PostedReceive r = new PostedReceive(wrId, localAddr, length);
             synchronized (this) {
                 if (state == STATE_ERR) {
-                    cq.add(wrId, WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
+                    cq.add(qpNum, wrId, WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
                     return 0;
                 }
                 outstandingReceives.add(r);
@@ -487,11 +511,11 @@ final class FakeProvider implements Provider {
             }
             state = STATE_ERR;
             for (Posted p : outstanding) {
-                cq.add(p.wrId(), WorkCompletion.WR_FLUSH_ERR, 0, 0, 0, false);
+                cq.add(qpNum, p.wrId(), WorkCompletion.WR_FLUSH_ERR, 0, 0, 0, false);
             }
             outstanding.clear();
             for (PostedReceive r : outstandingReceives) {
-                cq.add(r.wrId(), WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
+                cq.add(qpNum, r.wrId(), WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
             }
             outstandingReceives.clear();
         }
@@ -523,7 +547,7 @@ final class FakeProvider implements Provider {
                     throw new AssertionError("completing " + p + " before the signaled " + head + " posted before it");
                 }
             }
-            cq.add(p.wrId(), status, WorkCompletion.opcodeOf(p.opcode()), p.length(), 0, false);
+            cq.add(qpNum, p.wrId(), status, WorkCompletion.opcodeOf(p.opcode()), p.length(), 0, false);
             if (status != WorkCompletion.SUCCESS) {
                 moveToError();   // as the device does: a failed request puts the QP in error
             }
@@ -536,7 +560,7 @@ final class FakeProvider implements Provider {
          */
         synchronized void failAfterReceiveFlushes(Posted p, int status) {
             for (PostedReceive r : outstandingReceives) {
-                cq.add(r.wrId(), WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
+                cq.add(qpNum, r.wrId(), WorkCompletion.WR_FLUSH_ERR, WorkCompletion.OP_RECV, 0, 0, false);
             }
             outstandingReceives.clear();
             complete(p, status);   // p's own failure, then the rest of the sends flushed
@@ -571,7 +595,7 @@ final class FakeProvider implements Provider {
             }
             MemorySegment.copy(bytes, 0, MemorySegment.ofAddress(r.localAddr()).reinterpret(r.length()),
                     ValueLayout.JAVA_BYTE, 0, bytes.length);
-            cq.add(r.wrId(), WorkCompletion.SUCCESS, WorkCompletion.OP_RECV, bytes.length, 0, false);
+            cq.add(qpNum, r.wrId(), WorkCompletion.SUCCESS, WorkCompletion.OP_RECV, bytes.length, 0, false);
         }
 
         synchronized int outstandingCount() {

@@ -17,6 +17,15 @@ public interface CompletionQueue extends AutoCloseable {
      */
     int poll(CompletionSink sink, int max);
 
+    /**
+     * {@link #poll} of a queue that several queue pairs share ({@link Device#sharedCompletionQueueDepth}):
+     * each completion names its queue pair. The default: unsupported (a provider whose queues are
+     * not shared).
+     */
+    default int pollShared(SharedCompletionSink sink, int max) {
+        throw new UnsupportedOperationException("completion queues of " + getClass().getSimpleName() + " are not shared");
+    }
+
     /** Asks for an event on the channel at the next completion (no-op without a channel). */
     void arm();
 

@@ -117,6 +117,16 @@ public interface Device extends AutoCloseable {
     /** A completion queue of at least {@code depth} entries; {@code channel} may be null (polling only). */
     CompletionQueue createCompletionQueue(int depth, CompletionChannel channel);
 
+    /**
+     * The most entries of a completion queue that the queue pairs of one IO thread share (verbs:
+     * the device's {@code max_cqe}): one {@link CompletionQueue#pollShared} a pass serves them
+     * all, where polling a queue per connection costs a downcall each. 0, the default: every
+     * connection has a queue of its own (the software providers, whose queues rest while idle).
+     */
+    default int sharedCompletionQueueDepth() {
+        return 0;
+    }
+
     /** A connection manager: listen, connect, accept, with its events on one fd. */
     ConnectionManager createConnectionManager();
 

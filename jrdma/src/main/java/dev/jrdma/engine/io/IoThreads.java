@@ -29,12 +29,15 @@ public final class IoThreads {
     public static final Duration CONTROL_TIMEOUT = Duration.ofSeconds(30);
     private final IoThread[] io;
     private final CompletionChannel[] channels;
+    /** Each thread's shared completion queues; null where the device gives each connection its own. */
+    private final SharedCompletions[] shared;
     private final ConnectionManager cm;
     private final AtomicInteger next = new AtomicInteger();
 
-    private IoThreads(IoThread[] io, CompletionChannel[] channels, ConnectionManager cm) {
+    private IoThreads(IoThread[] io, CompletionChannel[] channels, SharedCompletions[] shared, ConnectionManager cm) {
         this.io = io;
         this.channels = channels;
+        this.shared = shared;
         this.cm = cm;
     }
 
@@ -52,6 +55,8 @@ public final class IoThreads {
         int n = plan.count();
         IoThread[] io = new IoThread[n];
         CompletionChannel[] channels = new CompletionChannel[n];
+        SharedCompletions[] shared = new SharedCompletions[n];
+        int sharedDepth = device.sharedCompletionQueueDepth();
         ConnectionManager manager = null;
         try {
             manager = device.createConnectionManager(limits);
@@ -61,6 +66,9 @@ public final class IoThreads {
                     channels[i].pollingOnly();   // nobody arms or sleeps on it
                 }
                 io[i] = thread(device, plan, i, channels[i], manager);
+                if (sharedDepth > 0) {
+                    shared[i] = new SharedCompletions(io[i], device, channels[i], sharedDepth);
+                }
             }
             for (int i = 0; i < n; i++) {
                 CompletionChannel ch = channels[i];
@@ -70,10 +78,14 @@ public final class IoThreads {
                     t.execute(() -> t.add(ch::pollReadiness));
                 }
                 t.execute(() -> t.addTimer(ch::checkIdle));   // keep-alives and idle timeouts
+                SharedCompletions s = shared[i];
+                if (s != null) {
+                    t.execute(() -> t.add(s));   // one poll a pass for all the thread's connections
+                }
             }
-            return new IoThreads(io, channels, manager);
+            return new IoThreads(io, channels, shared, manager);
         } catch (RuntimeException e) {
-            new IoThreads(io, channels, manager).closeAfterFailedStart();
+            new IoThreads(io, channels, shared, manager).closeAfterFailedStart();
             throw e;
         }
     }
@@ -140,6 +152,14 @@ public final class IoThreads {
     /** {@return the completion channel of {@code t}, one of these threads} */
     public CompletionChannel channelOf(IoThread t) {
         return channels[indexOf(t)];
+    }
+
+    /**
+     * {@return the completion queues {@code t}'s connections share, or null where each connection
+     * has its own (the software providers)}
+     */
+    public SharedCompletions sharedOf(IoThread t) {
+        return shared[indexOf(t)];
     }
 
     /** Runs {@code task} on the control thread. */
@@ -227,13 +247,29 @@ public final class IoThreads {
         await(cmClosed, timeout);
     }
 
-    /** Stops the IO threads, then closes their channels (after {@link #closeManager}). */
+    /**
+     * Stops the IO threads, then destroys their shared completion queues (the events for them
+     * acknowledged first: {@code ibv_destroy_cq} waits for that) and closes their channels
+     * (after {@link #closeManager}).
+     */
     public void closeThreads() {
         for (IoThread t : io) {
             t.close();
         }
+        closeShared();
         for (CompletionChannel ch : channels) {
             ch.close();
+        }
+    }
+
+    private void closeShared() {
+        for (int i = 0; i < shared.length; i++) {
+            if (shared[i] != null) {
+                if (channels[i] != null) {
+                    channels[i].drainEvents();
+                }
+                shared[i].close();
+            }
         }
     }
 
@@ -244,6 +280,7 @@ public final class IoThreads {
                 t.close();
             }
         }
+        closeShared();
         for (CompletionChannel c : channels) {
             if (c != null) {
                 c.close();

@@ -10,6 +10,7 @@ import dev.jrdma.provider.verbs.ffi.LibIbverbs;
 import dev.jrdma.spi.CompletionQueue;
 import dev.jrdma.spi.CompletionSink;
 import dev.jrdma.spi.DatagramQueuePair;
+import dev.jrdma.spi.SharedCompletionSink;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -47,6 +48,18 @@ final class VerbsCompletionQueue implements CompletionQueue {
             boolean withImm = (IbvWc.wcFlagsAt(wc) & IbvWc.WITH_IMM) != 0;
             sink.onCompletion(IbvWc.wrIdAt(wc), IbvWc.statusAt(wc), IbvWc.opcodeAt(wc), IbvWc.byteLenAt(wc),
                     withImm ? IbvWc.immDataAt(wc) : 0, withImm);
+        }
+        return n;
+    }
+
+    @Override
+    public int pollShared(SharedCompletionSink sink, int max) {
+        int n = pollInto(max);
+        for (int i = 0; i < n; i++) {
+            long wc = wcsAddr + i * IbvWc.SIZE;
+            boolean withImm = (IbvWc.wcFlagsAt(wc) & IbvWc.WITH_IMM) != 0;
+            sink.onCompletion(IbvWc.qpNumAt(wc), IbvWc.wrIdAt(wc), IbvWc.statusAt(wc), IbvWc.opcodeAt(wc),
+                    IbvWc.byteLenAt(wc), withImm ? IbvWc.immDataAt(wc) : 0, withImm);
         }
         return n;
     }

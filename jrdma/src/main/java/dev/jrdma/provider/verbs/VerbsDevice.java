@@ -258,6 +258,18 @@ final class VerbsDevice implements Device {
         return new VerbsCompletionQueue(LibIbverbs.createCq(context, depth, ch, 0), context);
     }
 
+    /**
+     * The device's {@code max_cqe}: the connections of one IO thread share completion queues
+     * (one {@code ibv_poll_cq} a pass for all of them); {@code -Djrdma.verbs.sharedCompletionQueues=false}
+     * gives each its own again (0), for a comparison in one boot.
+     */
+    @Override
+    public int sharedCompletionQueueDepth() {
+        return SHARED_CQS ? Math.max(0, capabilities.maxCqe()) : 0;
+    }
+
+    private static final boolean SHARED_CQS = !"false".equals(System.getProperty("jrdma.verbs.sharedCompletionQueues"));
+
     @Override
     public ConnectionManager createConnectionManager() {
         return new VerbsConnectionManager(this, ConnectionLimits.DEFAULTS);

@@ -79,6 +79,7 @@ public final class IbvWc {
     public static int statusAt(long wc) { return AddressSpace.getInt(wc + STATUS); }
     public static int opcodeAt(long wc) { return AddressSpace.getInt(wc + OPCODE); }
     public static int byteLenAt(long wc) { return AddressSpace.getInt(wc + BYTE_LEN); }
+    public static int qpNumAt(long wc) { return AddressSpace.getInt(wc + QP_NUM); }
     public static int wcFlagsAt(long wc) { return AddressSpace.getInt(wc + WC_FLAGS); }
     /** The immediate data in host order (see {@link #immData}). */
     public static int immDataAt(long wc) { return Integer.reverseBytes(AddressSpace.getInt(wc + IMM_DATA)); }
