@@ -225,16 +225,8 @@ final class FakeProvider implements Provider {
 
         @Override
         public int poll(CompletionSink sink, int max) {
-            if (closed) {
-                usesAfterClose.incrementAndGet();
-            }
-            int n = 0;
-            long[] c;
-            while (n < max && (c = queue.poll()) != null) {
-                sink.onCompletion(c[0], (int) c[1], (int) c[2], (int) c[3], (int) c[4], c[5] != 0);
-                n++;
-            }
-            return n;
+            return pollShared((qpNum, wrId, status, opcode, byteLen, imm, withImm)
+                    -> sink.onCompletion(wrId, status, opcode, byteLen, imm, withImm), max);
         }
 
         @Override

@@ -190,11 +190,6 @@ public final class SharedCompletions implements IoThread.Source, SharedCompletio
         }
     }
 
-    /** Whether the IO thread is inside {@link #poll} now; on the IO thread. */
-    public boolean polling() {
-        return polling;
-    }
-
     @Override
     public void onCompletion(int qpNum, long wrId, int status, int opcode, int byteLen, int imm, boolean withImm) {
         Member m = qpNum == lastQpNum ? last : find(qpNum);
