@@ -8,6 +8,8 @@
 # Needs JAVA_HOME (jrdma_find_jdk) and the built classes. The VM runs a copy of them (and of
 # DisniLatency.java) taken now, so that a rebuild while it runs does not change what it runs.
 # Each boot's rows go to a TSV file in that copy's directory, which is kept and named at the end.
+# JRDMA_ICOUNT_VARIANTS (optional): jrdma variants to run beside it in every boot, as
+# "LABEL=-Dprop=value ...;LABEL=..." (IcountComparison.variants), for an A/B of a setting in one boot.
 jrdma_icount_runs() {
   local report=$1 boots=$2 rounds=$3 tests=$4 disni_cp=$5 libdisni=$6
   local root snap b rc=0 cp files=()
@@ -23,6 +25,7 @@ jrdma_icount_runs() {
     echo "icount: boot $b of $boots ($tests, $rounds round(s)); rows into $snap/boot-$b.tsv" >&2
     "$root/scripts/softroce-vm" --icount --timeout "${JRDMA_VM_TIMEOUT:-7200}" -- \
       "$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -cp "$cp" \
+      "-Djrdma.icount.variants=${JRDMA_ICOUNT_VARIANTS:-}" \
       dev.jrdma.perf.IcountComparison boot "$snap/boot-$b.tsv" "$b" "$rounds" "$tests" "$disni_cp" "$libdisni" \
       "$snap/DisniLatency.java" || rc=$?
     [ "$rc" = 0 ] || echo "icount: boot $b ended with exit code $rc" >&2

@@ -39,6 +39,8 @@ public final class IcountComparison {
     static final int ITERATIONS = 20_000, WARM_UP = 50_000, CRASH_RETRIES = 2;
     /** Two boots (or rounds) agree when every tool's figures for a test are within this of each other. */
     static final double AGREEMENT = 0.01;
+    /** The system property naming jrdma variants to run beside it (see {@link #variants}). */
+    static final String VARIANTS_PROPERTY = "jrdma.icount.variants";
 
     /** A test: perftest's name, its size, whether both sides sleep on completion events. */
     record Test(String name, int size, boolean event) {
@@ -123,21 +125,10 @@ public final class IcountComparison {
                 return List.of(concat(concat(j, List.of("server")), tail), concat(concat(j, List.of("client")), tail));
             }));
         }
-        tools.add(new Tool("jrdma", "server waiting on", (t, port) -> {
-            List<String> jp = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp", cp, "dev.jrdma.cli.Main",
-                    "perf", t.name(), "--provider", "verbs", "-n", n, "-p", String.valueOf(port), "-u", "cm"));
-            if (!t.name().equals("atomic_lat")) {
-                jp.addAll(List.of("-s", String.valueOf(t.size())));
-            }
-            if (t.event()) {
-                jp.add("-e");
-            }
-            // -u cm: rdma_cm's ack timeout, as DiSNI has (bench/vs-disni.md). The client's warm-up
-            // is DiSNI's, 50 000 iterations: jrdma perf's own ends on a time limit, which under
-            // icount counts instructions and would not end in the same place every boot.
-            return List.of(concat(jp, List.of("-d", dev0, "--bind", ip)),
-                    concat(jp, List.of("-d", dev1, "--warmup", w, "--csv", ip)));
-        }));
+        tools.add(jrdmaTool("jrdma", List.of(), java, cp, n, w, vm));
+        for (Map.Entry<String, List<String>> v : variants(System.getProperty(VARIANTS_PROPERTY, "")).entrySet()) {
+            tools.add(jrdmaTool(v.getKey(), v.getValue(), java, cp, n, w, vm));
+        }
         int port = 22000 + 100 * boot;
         for (int r = 0; r < rounds; r++) {
             for (Test test : tests) {
@@ -175,6 +166,57 @@ public final class IcountComparison {
         }
         Files.writeString(out, "#machine\t" + PerftestComparison.machine() + "\n", StandardCharsets.UTF_8,
                 StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+    }
+
+    /**
+     * jrdma perf as a tool; {@code jvmOptions} go before its main class (a variant: the same
+     * classes with a system property changed, for an A/B in one boot).
+     */
+    private static Tool jrdmaTool(String label, List<String> jvmOptions, String java, String cp, String n, String w,
+            PerftestComparison.VmPair vm) {
+        return new Tool(label, "server waiting on", (t, port) -> {
+            List<String> jp = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED"));
+            jp.addAll(jvmOptions);
+            jp.addAll(List.of("-cp", cp, "dev.jrdma.cli.Main",
+                    "perf", t.name(), "--provider", "verbs", "-n", n, "-p", String.valueOf(port), "-u", "cm"));
+            if (!t.name().equals("atomic_lat")) {
+                jp.addAll(List.of("-s", String.valueOf(t.size())));
+            }
+            if (t.event()) {
+                jp.add("-e");
+            }
+            // -u cm: rdma_cm's ack timeout, as DiSNI has (bench/vs-disni.md). The client's warm-up
+            // is DiSNI's, 50 000 iterations: jrdma perf's own ends on a time limit, which under
+            // icount counts instructions and would not end in the same place every boot.
+            return List.of(concat(jp, List.of("-d", vm.dev0(), "--bind", vm.ip())),
+                    concat(jp, List.of("-d", vm.dev1(), "--warmup", w, "--csv", vm.ip())));
+        });
+    }
+
+    /**
+     * The variants of jrdma to run beside it, from {@value #VARIANTS_PROPERTY}: {@code LABEL=OPTION OPTION...}
+     * entries separated by {@code ;}, each option a JVM option of jrdma perf (for example
+     * {@code own CQs=-Djrdma.verbs.sharedCompletionQueues=false}). Empty: none.
+     */
+    static Map<String, List<String>> variants(String spec) {
+        Map<String, List<String>> m = new LinkedHashMap<>();
+        for (String entry : spec.split(";")) {
+            if (entry.isBlank()) {
+                continue;
+            }
+            int eq = entry.indexOf('=');
+            String label = eq > 0 ? entry.substring(0, eq).trim() : "";
+            List<String> options = eq > 0 ? Stream.of(entry.substring(eq + 1).trim().split("\\s+")).filter(o -> !o.isEmpty()).toList()
+                    : List.of();
+            if (label.isEmpty() || options.isEmpty() || label.equals("jrdma") || label.equals("perftest") || label.equals("DiSNI")
+                    || m.containsKey(label) || label.contains("\t") || label.contains("|")
+                    || options.stream().anyMatch(o -> !o.startsWith("-"))) {
+                throw new IllegalArgumentException(VARIANTS_PROPERTY + ": each entry is LABEL=-OPTION..., a label of its own"
+                        + " (not jrdma, perftest or DiSNI, no tab or |), options starting with '-'; not '" + entry + "' in '" + spec + "'");
+            }
+            m.put(label, options);
+        }
+        return m;
     }
 
     private static String fmt(double v) {
