@@ -132,7 +132,11 @@ public final class VerbsPathProbe {
         QueuePair qp = life.queuePair();
         var field = ConnectionLife.class.getDeclaredField("cq");
         field.setAccessible(true);
-        CompletionQueue cq = (CompletionQueue) field.get(life);
+        // The connection's completion queue: its own, or the IO thread's shared one (issue 46 §2 step 4;
+        // -Djrdma.verbs.sharedCompletionQueues=false for its own), either way the one its QP completes on.
+        CompletionQueue cq = ((ConnectionCompletions) field.get(life)).queue();
+        System.out.println("client completions: " + (((ConnectionCompletions) field.get(life)).shared() ? "shared" : "its own")
+                + " queue");
         long addr = dst.address(), raddr = remote.address();
         int lkey = dst.lkey(), rkey = remote.rkey();
         Mode m = switch (mode) {
