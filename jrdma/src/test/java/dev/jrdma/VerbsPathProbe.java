@@ -32,10 +32,15 @@ import java.util.concurrent.atomic.AtomicReference;
  * holding and letting go of its region, {@code stage} writing its work request;
  * {@code ffm-x100} 100 critical downcalls of libc's abs, {@code loop-x100} 100 turns of a loop.
  * Each mode warms up for at least 2 virtual seconds and lets the JIT finish before it is timed.
+ *
+ * <p>{@code -Dprobe.idle=N} (default 0) connects N more connections from the same client before the
+ * modes run, left idle: what an idle connection adds to a pass (with each its own completion queue,
+ * one poll each; with the IO thread's shared queue, issue 46 §2 step 4, none).
  */
 public final class VerbsPathProbe {
     private static final int WARM_UP = Integer.getInteger("probe.warmup", 50_000);
     private static final int ITERATIONS = Integer.getInteger("probe.n", 20_000);
+    private static final int IDLE_CONNECTIONS = Integer.getInteger("probe.idle", 0);
 
     /** libc's abs(3) as a critical downcall, as the verbs hot calls are made: the floor of one FFM call. */
     private static final java.lang.invoke.MethodHandle ABS = java.lang.foreign.Linker.nativeLinker().downcallHandle(
@@ -87,6 +92,16 @@ public final class VerbsPathProbe {
                     client.poll();
                 }
                 Connection c = f.join();
+                java.util.List<Connection> idle = new java.util.ArrayList<>();
+                for (int i = 0; i < IDLE_CONNECTIONS; i++) {
+                    CompletableFuture<Connection> g = client.connectAsync(new InetSocketAddress(ip, 21999),
+                            ConnectionConfig.defaults());
+                    while (!g.isDone()) {
+                        client.poll();
+                    }
+                    idle.add(g.join());
+                }
+                System.out.println("idle connections beside the timed one: " + idle.size());
                 RemoteRegion remote = target.toRemote();
                 Count done = new Count();
                 for (var fld : Rdma.class.getDeclaredFields()) {
@@ -107,6 +122,9 @@ public final class VerbsPathProbe {
                             ns[ns.length * 9 / 10]);
                 }
                 c.close();
+                for (Connection i : idle) {
+                    i.close();
+                }
             }
         }
     }
