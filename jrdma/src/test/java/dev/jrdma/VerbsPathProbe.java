@@ -86,22 +86,13 @@ public final class VerbsPathProbe {
              LocalRegion dst = client.allocate(64)) {
             AtomicReference<Connection> accepted = new AtomicReference<>();
             try (RdmaServer listener = server.listen(new InetSocketAddress(ip, 21999), accepted::set)) {
-                CompletableFuture<Connection> f = client.connectAsync(new InetSocketAddress(ip, 21999),
-                        ConnectionConfig.defaults());
-                while (!f.isDone()) {
-                    client.poll();
-                }
-                Connection c = f.join();
+                Connection c = connect(client, ip);
                 java.util.List<Connection> idle = new java.util.ArrayList<>();
                 for (int i = 0; i < IDLE_CONNECTIONS; i++) {
-                    CompletableFuture<Connection> g = client.connectAsync(new InetSocketAddress(ip, 21999),
-                            ConnectionConfig.defaults());
-                    while (!g.isDone()) {
-                        client.poll();
-                    }
-                    idle.add(g.join());
+                    idle.add(connect(client, ip));
                 }
-                System.out.println("idle connections beside the timed one: " + idle.size());
+                System.out.println("idle connections beside the timed one: " + idle.size() + "; the timed one's completions: "
+                        + (completionsOf(c.live().life).shared() ? "the IO thread's shared queue" : "a queue of its own"));
                 RemoteRegion remote = target.toRemote();
                 Count done = new Count();
                 for (var fld : Rdma.class.getDeclaredFields()) {
@@ -129,6 +120,25 @@ public final class VerbsPathProbe {
         }
     }
 
+    /** A connection of the INLINE client, its control steps driven by this thread until it is made. */
+    private static Connection connect(Rdma client, String ip) {
+        CompletableFuture<Connection> f = client.connectAsync(new InetSocketAddress(ip, 21999), ConnectionConfig.defaults());
+        while (!f.isDone()) {
+            client.poll();
+        }
+        return f.join();
+    }
+
+    /**
+     * The connection's completions: its own queue, or the IO thread's shared one (issue 46 §2 step 4;
+     * -Djrdma.verbs.sharedCompletionQueues=false for its own), either way the one its QP completes on.
+     */
+    private static ConnectionCompletions completionsOf(ConnectionLife life) throws ReflectiveOperationException {
+        var field = ConnectionLife.class.getDeclaredField("cq");
+        field.setAccessible(true);
+        return (ConnectionCompletions) field.get(life);
+    }
+
     private static IoThread io(Rdma r) throws ReflectiveOperationException {
         for (var fld : Rdma.class.getDeclaredFields()) {
             if (fld.getType() == dev.jrdma.engine.io.IoThreads.class) {
@@ -148,13 +158,7 @@ public final class VerbsPathProbe {
             throws ReflectiveOperationException {
         ConnectionLife life = c.live().life;
         QueuePair qp = life.queuePair();
-        var field = ConnectionLife.class.getDeclaredField("cq");
-        field.setAccessible(true);
-        // The connection's completion queue: its own, or the IO thread's shared one (issue 46 §2 step 4;
-        // -Djrdma.verbs.sharedCompletionQueues=false for its own), either way the one its QP completes on.
-        CompletionQueue cq = ((ConnectionCompletions) field.get(life)).queue();
-        System.out.println("client completions: " + (((ConnectionCompletions) field.get(life)).shared() ? "shared" : "its own")
-                + " queue");
+        CompletionQueue cq = completionsOf(life).queue();
         long addr = dst.address(), raddr = remote.address();
         int lkey = dst.lkey(), rkey = remote.rkey();
         Mode m = switch (mode) {
