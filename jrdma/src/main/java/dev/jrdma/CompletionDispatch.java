@@ -60,45 +60,64 @@ final class CompletionDispatch implements SharedCompletions.Member {
             return;
         }
         int slot = (int) wrId;
-        RdmaException emulationFailure = null;
+        SendOperation o;
         while (true) {
             if (!slots.anyPosted()) {
                 LOG.log(System.Logger.Level.ERROR, "completion for slot {0} of {1} with nothing outstanding", slot,
                         life.connection());
                 return;
             }
-            SendOperation oldest = slots.popHead();
-            if (oldest.slot == slot) {
-                if (status == WorkCompletion.SUCCESS && oldest.op.shape == Operation.Shape.EMULATED) {
-                    long seen = sends.valueOf(oldest);
-                    if (!MaskedAtomics.settled(oldest, seen)) {
-                        emulationFailure = sends.postNextAttempt(oldest, seen);
-                        if (emulationFailure == null) {
-                            return;   // the next compare-and-swap is posted on the same slot
-                        }
-                    }
-                }
-                takeDone(oldest);
+            o = slots.popHead();
+            if (o.slot == slot) {
                 break;
             }
             // RC completes a send queue in order: unsignaled requests posted before this one are done.
-            takeDone(oldest);
+            finishUnsignaled(o);
+        }
+        if (status == WorkCompletion.SUCCESS && o.op.shape == Operation.Shape.EMULATED) {
+            finishAttempt(o);
+            return;
+        }
+        // One tell on the common path, the rare ends in methods of their own: this method is
+        // inlined into the completion queue's poll, and every copy of tell's switch it carries
+        // makes that compiled loop bigger.
+        takeDone(o);
+        count(status);
+        boolean ok = status == WorkCompletion.SUCCESS;
+        SendOperation.tell(doneKind, doneCompletion, doneAttachment, ok ? doneValue : 0, doneIndex,
+                ok ? null : failureOf(status));
+    }
+
+    /** {@code o}, unsignaled, ended successfully before the signaled request its queue just reported. */
+    private void finishUnsignaled(SendOperation o) {
+        takeDone(o);
+        count(WorkCompletion.SUCCESS);
+        SendOperation.tell(doneKind, doneCompletion, doneAttachment, doneValue, doneIndex, null);
+    }
+
+    /**
+     * An attempt of the emulated atomic {@code o} succeeded: the word it saw settles the
+     * operation, or its next compare-and-swap goes out on the same slot (and this is no end).
+     */
+    private void finishAttempt(SendOperation o) {
+        long seen = sends.valueOf(o);
+        RdmaException failure = null;
+        if (!MaskedAtomics.settled(o, seen)) {
+            failure = sends.postNextAttempt(o, seen);
+            if (failure == null) {
+                return;   // the next compare-and-swap is posted on the same slot
+            }
+        }
+        takeDone(o);
+        if (failure != null) {
+            count(-1);
+            SendOperation.tell(doneKind, doneCompletion, doneAttachment, 0, doneIndex, failure);
+        } else {
             count(WorkCompletion.SUCCESS);
             SendOperation.tell(doneKind, doneCompletion, doneAttachment, doneValue, doneIndex, null);
         }
-        if (emulationFailure != null) {
-            count(-1);
-            SendOperation.tell(doneKind, doneCompletion, doneAttachment, 0, doneIndex, emulationFailure);
-        } else if (status == WorkCompletion.SUCCESS) {
-            count(status);
-            SendOperation.tell(doneKind, doneCompletion, doneAttachment, doneValue, doneIndex, null);
-        } else {
-            count(status);
-            SendOperation.tell(doneKind, doneCompletion, doneAttachment, 0, doneIndex, failureOf(status));
-        }
     }
 
-    /** Handling one of this connection's completions from a shared queue threw: the connection fails, as when its own queue's poll throws. */
     @Override
     public void failed(Throwable t) {
         life.source.failed(t);

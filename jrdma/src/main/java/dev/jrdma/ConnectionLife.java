@@ -64,12 +64,9 @@ final class ConnectionLife {
     private Handshake pendingPeer = Handshake.UNKNOWN;
     private volatile ConnectionState state = ConnectionState.CONNECTING;
     private volatile RdmaException failure;
-    /**
-     * {@link #failure} is only a flushed request's (WR_FLUSH_ERR): the QP went to error for a
-     * reason not known yet. A completion queue does not order a QP's send and receive queues, so
-     * the receives' flushes can come before the failed request that caused them; the first real
-     * failure then takes the flush's place. Completing thread only.
-     */
+    /** {@link #failure} is only a flushed request's (WR_FLUSH_ERR): the QP went to error for a reason not known yet.
+     * A CQ does not order a QP's send and receive queues, so the receives' flushes can come before the failed
+     * request that caused them; the first real failure then takes the flush's place. Completing thread only. */
     private boolean failureIsFlush;
     /** What runs once when this connection is released (scoped exposures ending); any thread adds and removes. */
     private final Set<Runnable> releaseHooks = ConcurrentHashMap.newKeySet();
@@ -124,6 +121,11 @@ final class ConnectionLife {
         }
 
         @Override
+        public boolean mayRest() {
+            return true;   // a software provider's queue rests while idle; verbs' never does (its rest() says false)
+        }
+
+        @Override
         public void failed(Throwable t) {
             polling = false;
             if (!tearingDown) {
@@ -166,12 +168,10 @@ final class ConnectionLife {
 
     // ---------------------------------------------------------------- connecting (IO thread 0)
 
-    /**
-     * On the connection's IO thread: from now on it polls the CQ. Not once the connection is
-     * released: a connect that failed on IO thread 0 before this task ran on the connection's
-     * own thread has destroyed the CQ, and a destroyed CQ polled or armed is a use after free
-     * in the provider (a SIGSEGV in ibv_req_notify_cq, seen with several Netty event loops).
-     */
+    /** On the connection's IO thread: from now on it polls the CQ. Not once the connection is released: a connect
+     * that failed on IO thread 0 before this task ran on the connection's own thread has destroyed the CQ, and a
+     * destroyed CQ polled or armed is a use after free in the provider (a SIGSEGV in ibv_req_notify_cq, seen with
+     * several Netty event loops). */
     private void addSource() {
         if (!released.isDone() && !cq.shared()) {   // a shared queue's completions come through its own source
             io.add(source);

@@ -4,6 +4,7 @@ import dev.jrdma.spi.Log;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -30,8 +31,15 @@ final class DutyCycle {
     private final HandOffQueue<Runnable> handedOff = new HandOffQueue<>();
     /** Tasks the owner queued for after what it runs now ({@link IoThread#executeLater} on the loop). */
     private final ArrayDeque<Runnable> later = new ArrayDeque<>();
-    /** The sources polled every pass: those not resting. */
-    private final List<IoThread.Source> sources = new ArrayList<>();
+    /**
+     * The sources polled every pass, those not resting: {@code polled[0..polledCount)}, and beside
+     * each whether it may rest ({@link IoThread.Source#mayRest}, asked once when it came), so that
+     * a pass asks {@link IoThread.Source#rest} only of those that can say yes. Arrays, not a list:
+     * a pass is the loop's hottest code, and a spinning loop's passes are mostly empty.
+     */
+    private IoThread.Source[] polled = new IoThread.Source[8];
+    private boolean[] mayRest = new boolean[8];
+    private int polledCount;
     /** The sources at rest ({@link IoThread.Source#rest}): not polled until they are woken. */
     private final Set<IoThread.Source> resting = Collections.newSetFromMap(new IdentityHashMap<>());
     /** Resting sources woken from other threads, taken back into the passes at the start of the next one. */
@@ -58,10 +66,10 @@ final class DutyCycle {
      */
     int pass(boolean barrier) {
         int work = runTasks() + admitWoken();
-        for (int i = 0; i < sources.size(); i++) {
-            IoThread.Source s = sources.get(i);
+        for (int i = 0; i < polledCount; i++) {
+            IoThread.Source s = polled[i];
             int w = barrier ? pollBarrier(s) : s.poll();
-            if (w == 0 && restBarrier(s)) {
+            if (w == 0 && mayRest[i] && restBarrier(s)) {
                 i = restAt(i);
             }
             work += w;
@@ -75,8 +83,8 @@ final class DutyCycle {
      */
     int lookBeforeSleep() {
         int again = hasQueued() ? 1 : 0;
-        for (int i = 0; i < sources.size() && again == 0; i++) {
-            again += pollBarrier(sources.get(i));
+        for (int i = 0; i < polledCount && again == 0; i++) {
+            again += pollBarrier(polled[i]);
         }
         return again;
     }
@@ -84,8 +92,8 @@ final class DutyCycle {
     /** A driven loop's look before its sleep: tasks, woken sources and every source, behind the barrier. */
     int lookAll() {
         int work = runTasks() + admitWoken();
-        for (int i = 0; i < sources.size(); i++) {
-            work += pollBarrier(sources.get(i));
+        for (int i = 0; i < polledCount; i++) {
+            work += pollBarrier(polled[i]);
         }
         return work;
     }
@@ -139,12 +147,15 @@ final class DutyCycle {
 
     /** Adds a source; the owner only. */
     void add(IoThread.Source source) {
-        sources.add(source);
+        addPolled(source);
     }
 
     /** Removes a source, polled or resting; the owner only. */
     void remove(IoThread.Source source) {
-        if (!sources.remove(source)) {
+        int i = indexOfPolled(source);
+        if (i >= 0) {
+            removePolledAt(i);
+        } else {
             resting.remove(source);
         }
     }
@@ -152,7 +163,7 @@ final class DutyCycle {
     /** On the loop: a resting source has work; it is polled later in this pass (passes index up to size()). */
     void wokenHere(IoThread.Source source) {
         if (resting.remove(source)) {
-            sources.add(source);
+            addPolled(source);
         }
     }
 
@@ -170,7 +181,7 @@ final class DutyCycle {
         IoThread.Source s;
         while ((s = woken.poll()) != null) {
             if (resting.remove(s)) {
-                sources.add(s);
+                addPolled(s);
                 n++;
             }
         }
@@ -192,18 +203,43 @@ final class DutyCycle {
      * sources is no promise); returns the index the pass goes on from.
      */
     private int restAt(int i) {
-        IoThread.Source s = sources.get(i);
-        int last = sources.size() - 1;
-        sources.set(i, sources.get(last));
-        sources.remove(last);
+        IoThread.Source s = polled[i];
+        removePolledAt(i);
         resting.add(s);
         return i - 1;
     }
 
+    private void addPolled(IoThread.Source source) {
+        if (polledCount == polled.length) {
+            polled = Arrays.copyOf(polled, polledCount * 2);
+            mayRest = Arrays.copyOf(mayRest, polledCount * 2);
+        }
+        polled[polledCount] = source;
+        mayRest[polledCount] = source.mayRest();
+        polledCount++;
+    }
+
+    private int indexOfPolled(IoThread.Source source) {
+        for (int i = 0; i < polledCount; i++) {
+            if (polled[i] == source) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** The last polled source takes place {@code i} (the order of sources is no promise). */
+    private void removePolledAt(int i) {
+        int last = --polledCount;
+        polled[i] = polled[last];
+        mayRest[i] = mayRest[last];
+        polled[last] = null;
+    }
+
     /** Asks every source for an event at its next completion (before a sleep). */
     void armSources() {
-        for (int i = 0; i < sources.size(); i++) {
-            IoThread.Source source = sources.get(i);
+        for (int i = 0; i < polledCount; i++) {
+            IoThread.Source source = polled[i];
             try {
                 source.arm();
             } catch (Throwable t) {
@@ -214,7 +250,7 @@ final class DutyCycle {
 
     /** Sources polled every pass now, and those at rest: for tests and diagnostics. */
     int[] sourceCounts() {
-        return new int[] {sources.size(), resting.size()};
+        return new int[] {polledCount, resting.size()};
     }
 
     /** A check run after every sleep, every 1024 idle passes, and at least every {@value #MAX_SLEEP_MS} ms when busy. */

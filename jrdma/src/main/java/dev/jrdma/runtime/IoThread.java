@@ -55,6 +55,17 @@ public final class IoThread implements AutoCloseable {
         default boolean rest() {
             return false;
         }
+
+        /**
+         * Whether {@link #rest} can ever say true; asked once, when the source is added (or taken
+         * back from rest). A pass asks {@link #rest} after an empty poll only of sources that say
+         * so here, so that one that never rests (a shared completion queue, the connection
+         * manager) costs a spinning pass one call, not two. A source that overrides {@link #rest}
+         * must override this too, or it is simply never asked (and polled every pass).
+         */
+        default boolean mayRest() {
+            return false;
+        }
     }
 
     private final DutyCycle cycle;

@@ -100,6 +100,11 @@ class IoThreadTest {
         public boolean rest() {
             return rests;
         }
+
+        @Override
+        public boolean mayRest() {
+            return true;
+        }
     }
 
     @Test

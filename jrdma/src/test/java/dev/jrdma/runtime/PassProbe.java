@@ -1,6 +1,5 @@
 package dev.jrdma.runtime;
 
-import java.util.List;
 import java.util.function.IntSupplier;
 
 /** For {@code dev.jrdma.VerbsPathProbe}: the parts of an IO loop's pass, to be timed one by one. */
@@ -27,12 +26,11 @@ public final class PassProbe {
     }
 
     /** Source {@code i}'s poll alone. */
-    @SuppressWarnings("unchecked")
     public static IntSupplier source(IoThread t, int i) throws ReflectiveOperationException {
         DutyCycle c = cycle(t);
-        var f = DutyCycle.class.getDeclaredField("sources");
+        var f = DutyCycle.class.getDeclaredField("polled");
         f.setAccessible(true);
-        IoThread.Source s = ((List<IoThread.Source>) f.get(c)).get(i);
+        IoThread.Source s = ((IoThread.Source[]) f.get(c))[i];
         return s::poll;
     }
 }
