@@ -118,6 +118,7 @@ final class CompletionDispatch implements SharedCompletions.Member {
         }
     }
 
+    /** Handling one of this connection's completions from a shared queue threw: the connection fails, as when its own queue's poll throws. */
     @Override
     public void failed(Throwable t) {
         life.source.failed(t);

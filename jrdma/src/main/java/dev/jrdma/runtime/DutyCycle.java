@@ -160,7 +160,7 @@ final class DutyCycle {
         }
     }
 
-    /** On the loop: a resting source has work; it is polled later in this pass (passes index up to size()). */
+    /** On the loop: a resting source has work; it is polled later in this pass (a pass runs up to polledCount, read each step). */
     void wokenHere(IoThread.Source source) {
         if (resting.remove(source)) {
             addPolled(source);
